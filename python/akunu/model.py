@@ -1,0 +1,140 @@
+"""akunu.Model: the text-level API over the native core (generate, stream, chat)."""
+
+from __future__ import annotations
+
+import codecs
+import os
+from typing import Iterable, Iterator, Sequence
+
+from . import _core
+from .chat_template import render_chat
+from .stop import StopMatcher
+
+_BACKENDS = ("auto", "cpu", "cuda", "metal")
+
+
+class Model(_core.Model):
+    """A GGUF model ready to generate text.
+
+    Model(path, backend="auto", context_length=None, threads=None)
+
+    - backend: "auto" (the best available), "cpu", "cuda" or "metal".
+    - context_length: tokens the KV cache holds (default: the model's, capped at 4096).
+    - threads: CPU worker threads (default: one per hardware thread).
+    """
+
+    def __init__(self, path: str | os.PathLike, backend: str = "auto", context_length: int | None = None,
+                 threads: int | None = None):
+        path = os.fspath(path)
+        if not isinstance(backend, str) or backend not in _BACKENDS:
+            raise ValueError(f"backend must be one of {_BACKENDS}, got {backend!r}")
+        if context_length is not None and (not isinstance(context_length, int) or context_length <= 0):
+            raise ValueError(f"context_length must be a positive integer, got {context_length!r}")
+        if threads is not None and (not isinstance(threads, int) or threads <= 0):
+            raise ValueError(f"threads must be a positive integer, got {threads!r}")
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"model file not found: {path}")
+        if os.path.isdir(path):
+            raise IsADirectoryError(f"expected a GGUF file, got a directory: {path}")
+        super().__init__(path, backend, context_length or 0, threads or 0)
+        self.path = path
+
+    def __repr__(self) -> str:
+        c = self.config
+        return (f"Model({os.path.basename(self.path)!r}, architecture={c['architecture']!r}, "
+                f"layers={c['n_layers']}, dim={c['dim']}, backend={self.backend!r}, context_length={self.context_length})")
+
+    # --- text generation -----------------------------------------------------------------
+
+    def generate(self, prompt: str | Sequence[int], max_tokens: int = 128, temperature: float = 0.0, top_k: int = 0,
+                 top_p: float = 1.0, min_p: float = 0.0, repeat_penalty: float = 1.0, seed: int | None = None,
+                 stop: str | Iterable[str] | None = None) -> str:
+        """Complete `prompt` (text, or token ids) and return the generated text.
+
+        temperature 0 is greedy decoding (chained on the device); otherwise tokens are sampled
+        with top_k / top_p / min_p / repeat_penalty, reproducibly for a given seed. Generation ends
+        at an end-of-generation token, after max_tokens, or before the first `stop` string.
+        """
+        return "".join(self.stream(prompt, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, seed, stop))
+
+    def stream(self, prompt: str | Sequence[int], max_tokens: int = 128, temperature: float = 0.0, top_k: int = 0,
+               top_p: float = 1.0, min_p: float = 0.0, repeat_penalty: float = 1.0, seed: int | None = None,
+               stop: str | Iterable[str] | None = None) -> Iterator[str]:
+        """Like generate(), but yields the text piece by piece as it is produced."""
+        matcher = StopMatcher(stop)
+        ids = self._prompt_ids(prompt)
+        self._begin_checked(ids, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, seed)
+        return self._stream_text(matcher)
+
+    def generate_tokens(self, prompt: str | Sequence[int], max_tokens: int = 128, temperature: float = 0.0,
+                        top_k: int = 0, top_p: float = 1.0, min_p: float = 0.0, repeat_penalty: float = 1.0,
+                        seed: int | None = None) -> list[int]:
+        """Generate and return token ids (end-of-generation tokens are not included)."""
+        ids = self._prompt_ids(prompt)
+        self._begin_checked(ids, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, seed)
+        out: list[int] = []
+        while True:
+            chunk = self._next_tokens()
+            if not chunk:
+                return out
+            out.extend(chunk)
+
+    def chat(self, messages: Sequence[dict], max_tokens: int = 256, temperature: float = 0.0, top_k: int = 0,
+             top_p: float = 1.0, min_p: float = 0.0, repeat_penalty: float = 1.0, seed: int | None = None,
+             stop: str | Iterable[str] | None = None, stream: bool = False):
+        """Answer a conversation ([{"role": "user", "content": ...}, ...]) using the model's chat template.
+
+        Returns the assistant's reply, or an iterator of text pieces with stream=True.
+        """
+        ids = self.tokenizer.encode(self.format_chat(messages), add_special=False, parse_special=True)
+        pieces = self.stream(ids, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, seed, stop)
+        return pieces if stream else "".join(pieces)
+
+    def format_chat(self, messages: Sequence[dict], add_generation_prompt: bool = True) -> str:
+        """The prompt text that chat() feeds the model for `messages`."""
+        tok = self.tokenizer
+        bos = tok.token_text(tok.bos_id) if tok.bos_id >= 0 else ""
+        eos = tok.token_text(tok.eos_id) if tok.eos_id >= 0 else ""
+        return render_chat(self.chat_template or None, messages, bos, eos, add_generation_prompt)
+
+    # --- helpers -------------------------------------------------------------------------
+
+    def _prompt_ids(self, prompt) -> list[int]:
+        if isinstance(prompt, str):
+            ids = self.tokenizer.encode(prompt, add_special=True, parse_special=True)
+            if not ids:
+                raise ValueError("the prompt is empty")
+            return ids
+        if isinstance(prompt, (bytes, bytearray)):
+            raise ValueError("prompt must be str or a sequence of token ids, not bytes")
+        ids = [int(t) for t in prompt]
+        if not ids:
+            raise ValueError("the prompt is empty")
+        return ids
+
+    def _begin_checked(self, ids, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, seed):
+        if not isinstance(max_tokens, int) or max_tokens < 0:
+            raise ValueError(f"max_tokens must be a non-negative integer, got {max_tokens!r}")
+        if not isinstance(top_k, int) or top_k < 0:
+            raise ValueError(f"top_k must be a non-negative integer, got {top_k!r}")
+        if seed is not None and (not isinstance(seed, int) or seed < 0):
+            raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}")
+        self._begin(ids, max_tokens, float(temperature), top_k, float(top_p), float(min_p), float(repeat_penalty), seed)
+
+    def _stream_text(self, matcher: StopMatcher) -> Iterator[str]:
+        tok = self.tokenizer
+        utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        while True:
+            chunk = self._next_tokens()
+            if not chunk:
+                break
+            raw = b"".join(b"" if tok.is_control(t) else tok.token_to_piece(t) for t in chunk)
+            text, stopped = matcher.feed(utf8.decode(raw))
+            if text:
+                yield text
+            if stopped:
+                return
+        text, _ = matcher.feed(utf8.decode(b"", final=True))
+        rest = text + matcher.flush()
+        if rest:
+            yield rest

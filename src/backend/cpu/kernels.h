@@ -1,0 +1,18 @@
+// Every CPU kernel, one file per kernel family (same file names as the other backends).
+#pragma once
+#include "backend/cpu/cpu_kernel.h"
+#include "core/dtype.h"
+
+namespace akunu::cpu {
+
+template <DType T> void embedding_kernel(const KernelArgs &a, int64_t begin, int64_t end);  // embedding.cpp
+template <DType T> void gemm_kernel(const KernelArgs &a, int64_t begin, int64_t end);       // gemm.cpp
+void act_quant_q8_kernel(const KernelArgs &a, int64_t begin, int64_t end);                   // act_quant.cpp
+void rmsnorm_kernel(const KernelArgs &a, int64_t begin, int64_t end);                        // norm.cpp
+void rope_interleaved_kv_write_kernel(const KernelArgs &a, int64_t begin, int64_t end);      // rope.cpp
+void rope_neox_kv_write_kernel(const KernelArgs &a, int64_t begin, int64_t end);             // rope.cpp
+void attention_f16kv_kernel(const KernelArgs &a, int64_t begin, int64_t end);                // attention.cpp
+void silu_mul_kernel(const KernelArgs &a, int64_t begin, int64_t end);                       // activation.cpp
+void argmax_kernel(const KernelArgs &a, int64_t begin, int64_t end);                         // argmax.cpp
+
+}  // namespace akunu::cpu

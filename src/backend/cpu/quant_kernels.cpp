@@ -1,0 +1,746 @@
+// CPU row kernels: fp16/bf16 conversion, dequantization, activation quantization and the
+// row-range GEMM used by decode (M = 1, weight-streaming bound) and prefill (M = S, compute bound).
+//
+// Layout facts (GGUF, see core/quant_blocks.h):
+//  - Q4_0 / Q4_1: 32 elements per block; qs[j] low nibble is element j, high nibble is element
+//    j + 16. So "low nibbles, then high nibbles" yields the block in element order.
+//  - Q8_0: 32 signed bytes and an fp16 scale.
+//  - Activations for the integer dots are BlockQ8Act: float d, float sum = d * Σq, int8 q[32].
+//
+// SIMD paths are chosen at compile time. AKUNU_FORCE_SCALAR disables them (used to test the
+// scalar fallback on a SIMD machine). The scalar code is the reference the SIMD code must match.
+#include "backend/cpu/quant_kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cctype>
+#include <cstring>
+
+#if !defined(AKUNU_FORCE_SCALAR) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define AKUNU_CPU_AVX2 1
+#include <immintrin.h>
+#endif
+
+// Dequantization and activation quantization must round exactly like gguf-py / llama.cpp's
+// reference code: `d * q + m` must not become an FMA, and `x * id` must be rounded to float before
+// roundf. GCC contracts across statements (and vector intrinsics) by default in gnu++ mode, so
+// those functions opt out explicitly. The GEMM kernels want FMAs and are left alone.
+#if defined(__clang__)
+#define AKUNU_NO_FP_CONTRACT
+#define AKUNU_NO_FP_CONTRACT_SCOPE _Pragma("clang fp contract(off)")
+#elif defined(__GNUC__)
+#define AKUNU_NO_FP_CONTRACT __attribute__((optimize("fp-contract=off")))
+#define AKUNU_NO_FP_CONTRACT_SCOPE
+#else
+#define AKUNU_NO_FP_CONTRACT
+#define AKUNU_NO_FP_CONTRACT_SCOPE
+#endif
+
+// Tile loops have compile-time trip counts; unrolling them keeps accumulators in registers.
+#if defined(__GNUC__)
+#define AKUNU_UNROLL _Pragma("GCC unroll 16")
+#else
+#define AKUNU_UNROLL
+#endif
+
+namespace akunu::cpu {
+
+// ---------------------------------------------------------------------------------------------
+// Scalar conversions
+// ---------------------------------------------------------------------------------------------
+
+static inline float bits_to_f32(uint32_t bits) {
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+static inline uint32_t f32_to_bits(float f) {
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    return bits;
+}
+
+// Pure integer conversion: keeps NaN payloads (signalling NaNs stay signalling), like numpy.
+float fp16_to_f32(uint16_t h) {
+    const uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    const uint32_t exp = (h >> 10) & 0x1f;
+    uint32_t mant = h & 0x3ff;
+    if (exp == 0x1f) return bits_to_f32(sign | 0x7f800000u | mant << 13);  // inf / NaN
+    if (exp != 0) return bits_to_f32(sign | (exp + 127 - 15) << 23 | mant << 13);
+    if (mant == 0) return bits_to_f32(sign);
+    // Subnormal half: shift the leading 1 up to the implicit-bit position.
+    uint32_t e = 127 - 15 + 1;
+    do {
+        mant <<= 1;
+        --e;
+    } while ((mant & 0x400) == 0);
+    return bits_to_f32(sign | e << 23 | (mant & 0x3ff) << 13);
+}
+
+// Round-to-nearest-even; NaN keeps its top payload bits (forced non-zero), like numpy.
+uint16_t f32_to_fp16(float f) {
+    const uint32_t x = f32_to_bits(f);
+    const uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
+    const uint32_t ax = x & 0x7fffffffu;
+    if (ax >= 0x7f800000u) {
+        if (ax == 0x7f800000u) return sign | 0x7c00;
+        uint16_t nan = (uint16_t)(0x7c00 | ((ax >> 13) & 0x3ff));
+        if (nan == 0x7c00) nan++;
+        return sign | nan;
+    }
+    if (ax >= 0x477ff000u) return sign | 0x7c00;  // >= 65520 rounds to inf
+    if (ax >= 0x38800000u) {                     // normal half (>= 2^-14)
+        const uint32_t rounded = ax + 0xfff + ((ax >> 13) & 1);
+        return sign | (uint16_t)((rounded - ((127u - 15u) << 23)) >> 13);
+    }
+    if (ax <= 0x33000000u) return sign;  // <= 2^-25 rounds (ties-to-even) to zero
+    // Subnormal half: value * 2^24 rounded to an integer, ties to even.
+    const uint32_t mant = (ax & 0x7fffff) | 0x800000;
+    const uint32_t shift = 126 - (ax >> 23);  // 14..24
+    uint32_t q = mant >> shift;
+    const uint32_t rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (q & 1))) q++;
+    return sign | (uint16_t)q;
+}
+
+float bf16_to_f32(uint16_t h) { return bits_to_f32((uint32_t)h << 16); }
+
+namespace {
+
+#if defined(AKUNU_CPU_AVX2)
+// Hardware conversion for scales inside the dot products (quiets sNaN; irrelevant there).
+inline float fp16_scale(uint16_t h) { return _cvtsh_ss(h); }
+#else
+inline float fp16_scale(uint16_t h) { return fp16_to_f32(h); }
+#endif
+
+// ---------------------------------------------------------------------------------------------
+// Dequantization (scalar reference; the SIMD versions below produce identical bits)
+// ---------------------------------------------------------------------------------------------
+
+[[maybe_unused]] AKUNU_NO_FP_CONTRACT void dequant_q4_0_scalar(const BlockQ4_0 *blocks, float *dst, int64_t nb) {
+    AKUNU_NO_FP_CONTRACT_SCOPE
+    for (int64_t b = 0; b < nb; ++b) {
+        const float d = fp16_to_f32(blocks[b].d);
+        for (int j = 0; j < 16; ++j) {
+            dst[32 * b + j] = d * (float)((blocks[b].qs[j] & 0xf) - 8);
+            dst[32 * b + j + 16] = d * (float)((blocks[b].qs[j] >> 4) - 8);
+        }
+    }
+}
+
+[[maybe_unused]] AKUNU_NO_FP_CONTRACT void dequant_q4_1_scalar(const BlockQ4_1 *blocks, float *dst, int64_t nb) {
+    AKUNU_NO_FP_CONTRACT_SCOPE
+    for (int64_t b = 0; b < nb; ++b) {
+        const float d = fp16_to_f32(blocks[b].d), m = fp16_to_f32(blocks[b].m);
+        for (int j = 0; j < 16; ++j) {
+            const float lo = d * (float)(blocks[b].qs[j] & 0xf);
+            const float hi = d * (float)(blocks[b].qs[j] >> 4);
+            dst[32 * b + j] = lo + m;
+            dst[32 * b + j + 16] = hi + m;
+        }
+    }
+}
+
+[[maybe_unused]] AKUNU_NO_FP_CONTRACT void dequant_q8_0_scalar(const BlockQ8_0 *blocks, float *dst, int64_t nb) {
+    AKUNU_NO_FP_CONTRACT_SCOPE
+    for (int64_t b = 0; b < nb; ++b) {
+        const float d = fp16_to_f32(blocks[b].d);
+        for (int j = 0; j < 32; ++j) dst[32 * b + j] = (float)blocks[b].qs[j] * d;
+    }
+}
+
+#if defined(AKUNU_CPU_AVX2)
+
+// 16 bytes of nibbles -> 32 bytes in element order: low nibbles (elements 0..15) in the low
+// 128-bit lane, high nibbles (elements 16..31) in the high lane. Values 0..15.
+// Broadcasting the 16 bytes to both lanes is a pure load; a per-lane shift count (0 | 4) then
+// brings the high nibbles down in the upper lane only.
+inline __m256i unpack_nibbles(const uint8_t *qs) {
+    const __m256i both = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)qs));
+    const __m256i shifted = _mm256_srlv_epi64(both, _mm256_setr_epi64x(0, 0, 4, 4));
+    return _mm256_and_si256(shifted, _mm256_set1_epi8(0x0f));
+}
+
+// fp16 scale broadcast to 8 floats: a 16-bit broadcast load and one conversion.
+inline __m256 broadcast_fp16(const uint16_t *h) {
+    return _mm256_cvtph_ps(_mm_set1_epi16((short)*h));
+}
+
+// 8 bytes (int8 or uint8 in a __m128i low half) -> 8 floats.
+inline __m256 i8_to_f32(__m128i v) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v)); }
+inline __m256 u8_to_f32(__m128i v) { return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v)); }
+
+AKUNU_NO_FP_CONTRACT void dequant_q4_0_avx2(const BlockQ4_0 *blocks, float *dst, int64_t nb) {
+    AKUNU_NO_FP_CONTRACT_SCOPE
+    for (int64_t b = 0; b < nb; ++b) {
+        const __m256 d = _mm256_set1_ps(fp16_to_f32(blocks[b].d));  // exact (sNaN kept, like numpy)
+        const __m256i q = _mm256_sub_epi8(unpack_nibbles(blocks[b].qs), _mm256_set1_epi8(8));
+        const __m128i lo = _mm256_castsi256_si128(q), hi = _mm256_extracti128_si256(q, 1);
+        float *out = dst + 32 * b;
+        _mm256_storeu_ps(out + 0, _mm256_mul_ps(d, i8_to_f32(lo)));
+        _mm256_storeu_ps(out + 8, _mm256_mul_ps(d, i8_to_f32(_mm_srli_si128(lo, 8))));
+        _mm256_storeu_ps(out + 16, _mm256_mul_ps(d, i8_to_f32(hi)));
+        _mm256_storeu_ps(out + 24, _mm256_mul_ps(d, i8_to_f32(_mm_srli_si128(hi, 8))));
+    }
+}
+
+AKUNU_NO_FP_CONTRACT void dequant_q4_1_avx2(const BlockQ4_1 *blocks, float *dst, int64_t nb) {
+    AKUNU_NO_FP_CONTRACT_SCOPE
+    for (int64_t b = 0; b < nb; ++b) {
+        const __m256 d = _mm256_set1_ps(fp16_to_f32(blocks[b].d));
+        const __m256 m = _mm256_set1_ps(fp16_to_f32(blocks[b].m));
+        const __m256i q = unpack_nibbles(blocks[b].qs);
+        const __m128i lo = _mm256_castsi256_si128(q), hi = _mm256_extracti128_si256(q, 1);
+        const __m128i parts[4] = {lo, _mm_srli_si128(lo, 8), hi, _mm_srli_si128(hi, 8)};
+        for (int p = 0; p < 4; ++p) {
+            const __m256 prod = _mm256_mul_ps(d, u8_to_f32(parts[p]));
+            _mm256_storeu_ps(dst + 32 * b + 8 * p, _mm256_add_ps(prod, m));
+        }
+    }
+}
+
+AKUNU_NO_FP_CONTRACT void dequant_q8_0_avx2(const BlockQ8_0 *blocks, float *dst, int64_t nb) {
+    AKUNU_NO_FP_CONTRACT_SCOPE
+    for (int64_t b = 0; b < nb; ++b) {
+        const __m256 d = _mm256_set1_ps(fp16_to_f32(blocks[b].d));
+        for (int p = 0; p < 4; ++p) {
+            const __m128i q = _mm_loadl_epi64((const __m128i *)(blocks[b].qs + 8 * p));
+            _mm256_storeu_ps(dst + 32 * b + 8 * p, _mm256_mul_ps(i8_to_f32(q), d));
+        }
+    }
+}
+
+// F16C's vcvtph2ps quiets signalling NaNs; numpy (and fp16_to_f32) keep them signalling.
+// NaNs are rare, so convert in hardware and patch the lanes that need it.
+void dequant_f16_avx2(const uint16_t *src, float *dst, int64_t k) {
+    int64_t i = 0;
+    for (; i + 8 <= k; i += 8) {
+        const __m128i h = _mm_loadu_si128((const __m128i *)(src + i));
+        const __m256 f = _mm256_cvtph_ps(h);
+        _mm256_storeu_ps(dst + i, f);
+        if (_mm256_movemask_ps(_mm256_cmp_ps(f, f, _CMP_UNORD_Q)))
+            for (int j = 0; j < 8; ++j) dst[i + j] = fp16_to_f32(src[i + j]);
+    }
+    for (; i < k; ++i) dst[i] = fp16_to_f32(src[i]);
+}
+
+void dequant_bf16_avx2(const uint16_t *src, float *dst, int64_t k) {
+    int64_t i = 0;
+    for (; i + 8 <= k; i += 8) {
+        const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + i)));
+        _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(h, 16)));
+    }
+    for (; i < k; ++i) dst[i] = bf16_to_f32(src[i]);
+}
+
+#endif  // AKUNU_CPU_AVX2
+
+}  // namespace
+
+void dequantize_row(DType t, const void *src, float *dst, int64_t k) {
+    switch (t) {
+        case DType::F32:
+            std::memcpy(dst, src, (size_t)k * sizeof(float));
+            return;
+        case DType::F16: {
+            const uint16_t *h = static_cast<const uint16_t *>(src);
+#if defined(AKUNU_CPU_AVX2)
+            dequant_f16_avx2(h, dst, k);
+#else
+            for (int64_t i = 0; i < k; ++i) dst[i] = fp16_to_f32(h[i]);
+#endif
+            return;
+        }
+        case DType::BF16: {
+            const uint16_t *h = static_cast<const uint16_t *>(src);
+#if defined(AKUNU_CPU_AVX2)
+            dequant_bf16_avx2(h, dst, k);
+#else
+            for (int64_t i = 0; i < k; ++i) dst[i] = bf16_to_f32(h[i]);
+#endif
+            return;
+        }
+#if defined(AKUNU_CPU_AVX2)
+        case DType::Q4_0: return dequant_q4_0_avx2(static_cast<const BlockQ4_0 *>(src), dst, k / QK4_0);
+        case DType::Q4_1: return dequant_q4_1_avx2(static_cast<const BlockQ4_1 *>(src), dst, k / QK4_1);
+        case DType::Q8_0: return dequant_q8_0_avx2(static_cast<const BlockQ8_0 *>(src), dst, k / QK8_0);
+#else
+        case DType::Q4_0: return dequant_q4_0_scalar(static_cast<const BlockQ4_0 *>(src), dst, k / QK4_0);
+        case DType::Q4_1: return dequant_q4_1_scalar(static_cast<const BlockQ4_1 *>(src), dst, k / QK4_1);
+        case DType::Q8_0: return dequant_q8_0_scalar(static_cast<const BlockQ8_0 *>(src), dst, k / QK8_0);
+#endif
+        default:
+            std::memset(dst, 0, (size_t)k * sizeof(float));  // callers check cpu_supports_dtype
+            return;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Activation quantization: llama.cpp's reference q8_0 rule with a float scale.
+//   d = amax / 127, id = d ? 1/d : 0, q = roundf(x * id) (ties away from zero), sum = d * Σq.
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+[[maybe_unused]] AKUNU_NO_FP_CONTRACT void quantize_block_act_scalar(const float *x, BlockQ8Act *dst) {
+    AKUNU_NO_FP_CONTRACT_SCOPE
+    float amax = 0.0f;
+    for (int j = 0; j < QK_ACT; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    int isum = 0;
+    for (int j = 0; j < QK_ACT; ++j) {
+        const float scaled = x[j] * id;
+        // Clamp before the int conversion: guards NaN/inf inputs from UB.
+        const int q = (int)std::roundf(std::min(127.0f, std::max(-127.0f, scaled)));
+        dst->qs[j] = (int8_t)q;
+        isum += q;
+    }
+    dst->d = d;
+    dst->sum = d * (float)isum;
+}
+
+#if defined(AKUNU_CPU_AVX2)
+AKUNU_NO_FP_CONTRACT void quantize_block_act_avx2(const float *x, BlockQ8Act *dst) {
+    AKUNU_NO_FP_CONTRACT_SCOPE
+    const __m256 sign_bit = _mm256_set1_ps(-0.0f);
+    __m256 v[4];
+    for (int p = 0; p < 4; ++p) v[p] = _mm256_loadu_ps(x + 8 * p);
+    __m256 vmax = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign_bit, v[0]), _mm256_andnot_ps(sign_bit, v[1])),
+                                _mm256_max_ps(_mm256_andnot_ps(sign_bit, v[2]), _mm256_andnot_ps(sign_bit, v[3])));
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    const float amax = _mm_cvtss_f32(m4);
+    const float d = amax / 127.0f;
+    const __m256 id = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
+
+    __m256i qi[4];
+    for (int p = 0; p < 4; ++p) {
+        // roundf (ties away from zero): truncate, then step away from zero if |frac| >= 0.5.
+        // t - trunc(t) is exact, so this matches roundf bit for bit.
+        const __m256 t = _mm256_mul_ps(v[p], id);
+        const __m256 tr = _mm256_round_ps(t, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+        const __m256 frac = _mm256_andnot_ps(sign_bit, _mm256_sub_ps(t, tr));
+        const __m256 away = _mm256_or_ps(_mm256_and_ps(t, sign_bit), _mm256_set1_ps(1.0f));
+        __m256 r = _mm256_add_ps(tr, _mm256_and_ps(_mm256_cmp_ps(frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ), away));
+        r = _mm256_min_ps(_mm256_max_ps(r, _mm256_set1_ps(-127.0f)), _mm256_set1_ps(127.0f));
+        qi[p] = _mm256_cvttps_epi32(r);
+    }
+    __m256i s = _mm256_add_epi32(_mm256_add_epi32(qi[0], qi[1]), _mm256_add_epi32(qi[2], qi[3]));
+    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+    const int isum = _mm_cvtsi128_si32(s4);
+
+    // packs work per 128-bit lane; the final permute restores element order.
+    const __m256i q16_01 = _mm256_packs_epi32(qi[0], qi[1]);
+    const __m256i q16_23 = _mm256_packs_epi32(qi[2], qi[3]);
+    const __m256i q8 = _mm256_packs_epi16(q16_01, q16_23);
+    const __m256i ordered = _mm256_permutevar8x32_epi32(q8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256((__m256i *)dst->qs, ordered);
+    dst->d = d;
+    dst->sum = d * (float)isum;
+}
+#endif
+
+}  // namespace
+
+void quantize_row_act(const float *x, BlockQ8Act *dst, int64_t k) {
+    for (int64_t b = 0; b < k / QK_ACT; ++b) {
+#if defined(AKUNU_CPU_AVX2)
+        quantize_block_act_avx2(x + b * QK_ACT, dst + b);
+#else
+        quantize_block_act_scalar(x + b * QK_ACT, dst + b);
+#endif
+    }
+}
+
+ActFormat act_format_for(DType weight_type) {
+    switch (weight_type) {
+        case DType::Q8_0:
+        case DType::Q4_0:
+        case DType::Q4_1: return ActFormat::Q8Act;
+        default: return ActFormat::F32;
+    }
+}
+
+bool cpu_supports_dtype(DType t) {
+    switch (t) {
+        case DType::F32:
+        case DType::F16:
+        case DType::BF16:
+        case DType::Q8_0:
+        case DType::Q4_0:
+        case DType::Q4_1: return true;
+        default: return false;
+    }
+}
+
+bool dtype_from_name(const std::string &name, DType *out) {
+    static const struct {
+        const char *name;
+        DType type;
+    } kNames[] = {{"F32", DType::F32},   {"F16", DType::F16},   {"BF16", DType::BF16},
+                  {"Q8_0", DType::Q8_0}, {"Q4_0", DType::Q4_0}, {"Q4_1", DType::Q4_1}};
+    std::string upper = name;
+    for (char &c : upper) c = (char)std::toupper((unsigned char)c);
+    for (const auto &entry : kNames) {
+        if (upper == entry.name) {
+            *out = entry.type;
+            return true;
+        }
+    }
+    return false;
+}
+
+// ---------------------------------------------------------------------------------------------
+// GEMM over a range of weight rows
+// ---------------------------------------------------------------------------------------------
+//
+// Both paths walk the output in tiles of RN weight rows x RM activation rows, each tile being a
+// full-K dot product. Weights loaded (and unpacked / converted) once feed RM activation rows;
+// activations loaded once feed RN weight rows. Around the tiles, N and M are cut into chunks of
+// roughly L2 size so a chunk of weight rows stays cached while the activation chunk streams by.
+
+namespace {
+
+template <DType T> struct QuantBlock;
+template <> struct QuantBlock<DType::Q8_0> { using type = BlockQ8_0; };
+template <> struct QuantBlock<DType::Q4_0> { using type = BlockQ4_0; };
+template <> struct QuantBlock<DType::Q4_1> { using type = BlockQ4_1; };
+
+inline void store_out(float *y, float v, bool accumulate) { *y = accumulate ? *y + v : v; }
+
+// ---- scalar dots (fallback, and the tails of the float SIMD paths) ----
+
+template <DType T> inline float load_weight_scalar(const uint8_t *row, int64_t i);
+template <> inline float load_weight_scalar<DType::F32>(const uint8_t *row, int64_t i) {
+    float v;
+    std::memcpy(&v, row + 4 * i, 4);
+    return v;
+}
+template <> inline float load_weight_scalar<DType::F16>(const uint8_t *row, int64_t i) {
+    uint16_t h;
+    std::memcpy(&h, row + 2 * i, 2);
+    return fp16_to_f32(h);
+}
+template <> inline float load_weight_scalar<DType::BF16>(const uint8_t *row, int64_t i) {
+    uint16_t h;
+    std::memcpy(&h, row + 2 * i, 2);
+    return bf16_to_f32(h);
+}
+
+template <DType T>
+float dot_float_scalar(const uint8_t *w, const float *x, int64_t begin, int64_t end) {
+    float sum = 0.0f;
+    for (int64_t i = begin; i < end; ++i) sum += load_weight_scalar<T>(w, i) * x[i];
+    return sum;
+}
+
+template <DType T> float dot_quant_scalar(const uint8_t *w_row, const BlockQ8Act *x, int64_t nb);
+
+template <> [[maybe_unused]] float dot_quant_scalar<DType::Q8_0>(const uint8_t *w_row, const BlockQ8Act *x, int64_t nb) {
+    const BlockQ8_0 *w = reinterpret_cast<const BlockQ8_0 *>(w_row);
+    float sum = 0.0f;
+    for (int64_t b = 0; b < nb; ++b) {
+        int isum = 0;
+        for (int j = 0; j < 32; ++j) isum += w[b].qs[j] * x[b].qs[j];
+        sum += fp16_scale(w[b].d) * x[b].d * (float)isum;
+    }
+    return sum;
+}
+
+template <> [[maybe_unused]] float dot_quant_scalar<DType::Q4_0>(const uint8_t *w_row, const BlockQ8Act *x, int64_t nb) {
+    const BlockQ4_0 *w = reinterpret_cast<const BlockQ4_0 *>(w_row);
+    float sum = 0.0f;
+    for (int64_t b = 0; b < nb; ++b) {
+        int isum = 0;
+        for (int j = 0; j < 16; ++j) {
+            isum += ((w[b].qs[j] & 0xf) - 8) * x[b].qs[j];
+            isum += ((w[b].qs[j] >> 4) - 8) * x[b].qs[j + 16];
+        }
+        sum += fp16_scale(w[b].d) * x[b].d * (float)isum;
+    }
+    return sum;
+}
+
+template <> [[maybe_unused]] float dot_quant_scalar<DType::Q4_1>(const uint8_t *w_row, const BlockQ8Act *x, int64_t nb) {
+    const BlockQ4_1 *w = reinterpret_cast<const BlockQ4_1 *>(w_row);
+    float sum = 0.0f;
+    for (int64_t b = 0; b < nb; ++b) {
+        int isum = 0;
+        for (int j = 0; j < 16; ++j) {
+            isum += (w[b].qs[j] & 0xf) * x[b].qs[j];
+            isum += (w[b].qs[j] >> 4) * x[b].qs[j + 16];
+        }
+        sum += fp16_scale(w[b].d) * x[b].d * (float)isum + fp16_scale(w[b].m) * x[b].sum;
+    }
+    return sum;
+}
+
+// ---- tile kernel signature shared by all paths ----
+// Computes the RN x RM tile whose top-left output is y[0] (rows of y are y_stride apart,
+// weight rows advance along y's columns).
+using TileFn = void (*)(const GemmArgs &a, const uint8_t *w, const uint8_t *x, float *y);
+
+template <DType T, int RN, int RM> void tile_scalar(const GemmArgs &a, const uint8_t *w, const uint8_t *x, float *y) {
+    for (int m = 0; m < RM; ++m) {
+        for (int r = 0; r < RN; ++r) {
+            const uint8_t *w_row = w + r * a.w_row_bytes;
+            const uint8_t *x_row = x + m * a.x_row_bytes;
+            float v;
+            if constexpr (T == DType::F32 || T == DType::F16 || T == DType::BF16)
+                v = dot_float_scalar<T>(w_row, reinterpret_cast<const float *>(x_row), 0, a.K);
+            else
+                v = dot_quant_scalar<T>(w_row, reinterpret_cast<const BlockQ8Act *>(x_row), a.K / QK_ACT);
+            store_out(y + m * a.y_stride + r, v, a.accumulate);
+        }
+    }
+}
+
+#if defined(AKUNU_CPU_AVX2)
+
+inline float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+// 8 weights of a float-family row -> 8 floats.
+template <DType T> inline __m256 load8_weights(const uint8_t *row, int64_t i);
+template <> inline __m256 load8_weights<DType::F32>(const uint8_t *row, int64_t i) {
+    return _mm256_loadu_ps(reinterpret_cast<const float *>(row) + i);
+}
+template <> inline __m256 load8_weights<DType::F16>(const uint8_t *row, int64_t i) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(row + 2 * i)));
+}
+// bf16 is the top half of an f32: widen to 32 bits and shift into place.
+template <> inline __m256 load8_weights<DType::BF16>(const uint8_t *row, int64_t i) {
+    const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(row + 2 * i)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
+}
+
+template <DType T, int RN, int RM> void tile_float_avx2(const GemmArgs &a, const uint8_t *w, const uint8_t *x, float *y) {
+    const uint8_t *w_rows[RN];
+    const float *x_rows[RM];
+    AKUNU_UNROLL
+    for (int r = 0; r < RN; ++r) w_rows[r] = w + r * a.w_row_bytes;
+    AKUNU_UNROLL
+    for (int m = 0; m < RM; ++m) x_rows[m] = reinterpret_cast<const float *>(x + m * a.x_row_bytes);
+
+    __m256 acc[RM][RN];
+    AKUNU_UNROLL
+    for (int m = 0; m < RM; ++m)
+        AKUNU_UNROLL
+        for (int r = 0; r < RN; ++r) acc[m][r] = _mm256_setzero_ps();
+
+    const int64_t K = a.K, K8 = K & ~int64_t(7);
+    for (int64_t i = 0; i < K8; i += 8) {
+        __m256 wv[RN];
+        AKUNU_UNROLL
+        for (int r = 0; r < RN; ++r) wv[r] = load8_weights<T>(w_rows[r], i);
+        AKUNU_UNROLL
+        for (int m = 0; m < RM; ++m) {
+            const __m256 xv = _mm256_loadu_ps(x_rows[m] + i);
+            AKUNU_UNROLL
+            for (int r = 0; r < RN; ++r) acc[m][r] = _mm256_fmadd_ps(wv[r], xv, acc[m][r]);
+        }
+    }
+    AKUNU_UNROLL
+    for (int m = 0; m < RM; ++m)
+        AKUNU_UNROLL
+        for (int r = 0; r < RN; ++r) {
+            const float v = hsum(acc[m][r]) + dot_float_scalar<T>(w_rows[r], x_rows[m], K8, K);
+            store_out(y + m * a.y_stride + r, v, a.accumulate);
+        }
+}
+
+// Integer dots, 32 products per block, all through _mm256_maddubs_epi16 (u8 x s8 -> s16 pairs)
+// and _mm256_madd_epi16 with ones (s16 pairs -> s32):
+//  - Q8_0: both operands signed. Sign trick: |w| as the unsigned operand and a with w's sign
+//    moved onto it (_mm256_sign_epi8(a, w)): |w| * sign(w) * a = w * a. |w| <= 128 and |a| <= 127,
+//    so a pair sum is at most 2 * 128 * 127 = 32512 and maddubs never saturates.
+//  - Q4_1: the nibble (0..15) is already unsigned: maddubs(q, a) directly.
+//  - Q4_0: (q - 8) * a = q * a - 8 * a; the 8 * a term depends only on the activation block, so
+//    it is computed once per activation block and shared by all RN weight rows.
+template <DType T, int RN, int RM> void tile_quant_avx2(const GemmArgs &a, const uint8_t *w, const uint8_t *x, float *y) {
+    using WBlock = typename QuantBlock<T>::type;
+    const WBlock *w_rows[RN];
+    const BlockQ8Act *x_rows[RM];
+    AKUNU_UNROLL
+    for (int r = 0; r < RN; ++r) w_rows[r] = reinterpret_cast<const WBlock *>(w + r * a.w_row_bytes);
+    AKUNU_UNROLL
+    for (int m = 0; m < RM; ++m) x_rows[m] = reinterpret_cast<const BlockQ8Act *>(x + m * a.x_row_bytes);
+
+    __m256 acc[RM][RN];
+    float min_acc[RM][RN];  // Q4_1: Σ m_w * sum_a
+    AKUNU_UNROLL
+    for (int m = 0; m < RM; ++m)
+        AKUNU_UNROLL
+        for (int r = 0; r < RN; ++r) {
+            acc[m][r] = _mm256_setzero_ps();
+            min_acc[m][r] = 0.0f;
+        }
+    const __m256i ones16 = _mm256_set1_epi16(1);
+
+    const int64_t nb = a.K / QK_ACT;
+    for (int64_t b = 0; b < nb; ++b) {
+        __m256i wq[RN];   // Q8_0: |w|; Q4_x: nibbles 0..15 (the unsigned maddubs operand)
+        __m256i wsgn[RN]; // Q8_0 only: w itself, whose sign goes onto the activation
+        __m256 wd[RN];
+        float wmin[RN];
+        AKUNU_UNROLL
+        for (int r = 0; r < RN; ++r) {
+            const WBlock &blk = w_rows[r][b];
+            wd[r] = broadcast_fp16(&blk.d);
+            if constexpr (T == DType::Q8_0) {
+                wsgn[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(blk.qs));
+                wq[r] = _mm256_sign_epi8(wsgn[r], wsgn[r]);
+            } else {
+                wq[r] = unpack_nibbles(blk.qs);
+            }
+            if constexpr (T == DType::Q4_1) wmin[r] = fp16_scale(blk.m);
+        }
+        AKUNU_UNROLL
+        for (int m = 0; m < RM; ++m) {
+            const BlockQ8Act &ab = x_rows[m][b];
+            const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(ab.qs));
+            const __m256 ad = _mm256_set1_ps(ab.d);
+            __m256i eight_a;
+            if constexpr (T == DType::Q4_0) eight_a = _mm256_maddubs_epi16(_mm256_set1_epi8(8), aq);
+            AKUNU_UNROLL
+            for (int r = 0; r < RN; ++r) {
+                __m256i pairs;
+                if constexpr (T == DType::Q8_0)
+                    pairs = _mm256_maddubs_epi16(wq[r], _mm256_sign_epi8(aq, wsgn[r]));
+                else if constexpr (T == DType::Q4_0)
+                    pairs = _mm256_sub_epi16(_mm256_maddubs_epi16(wq[r], aq), eight_a);
+                else
+                    pairs = _mm256_maddubs_epi16(wq[r], aq);
+                const __m256 dots = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, ones16));
+                acc[m][r] = _mm256_fmadd_ps(dots, _mm256_mul_ps(wd[r], ad), acc[m][r]);
+                if constexpr (T == DType::Q4_1) min_acc[m][r] += wmin[r] * ab.sum;
+            }
+        }
+    }
+    AKUNU_UNROLL
+    for (int m = 0; m < RM; ++m)
+        AKUNU_UNROLL
+        for (int r = 0; r < RN; ++r) store_out(y + m * a.y_stride + r, hsum(acc[m][r]) + min_acc[m][r], a.accumulate);
+}
+
+#endif  // AKUNU_CPU_AVX2
+
+// Tile shapes. AVX2 has 16 ymm registers: RN x RM accumulators plus RN weight vectors must
+// (nearly) fit. Measured on Zen 3 (see the bench notes in the report).
+#if defined(AKUNU_CPU_AVX2)
+#ifndef AKUNU_TILE_N  // overridable for tuning experiments
+#define AKUNU_TILE_N 4
+#define AKUNU_TILE_M 3
+#endif
+constexpr int kTileN = AKUNU_TILE_N;
+constexpr int kTileM = AKUNU_TILE_M;
+#else
+constexpr int kTileN = 4;
+constexpr int kTileM = 2;
+#endif
+
+template <DType T, int RN, int RM> constexpr TileFn pick_tile() {
+#if defined(AKUNU_CPU_AVX2)
+    if constexpr (T == DType::F32 || T == DType::F16 || T == DType::BF16)
+        return &tile_float_avx2<T, RN, RM>;
+    else
+        return &tile_quant_avx2<T, RN, RM>;
+#else
+    return &tile_scalar<T, RN, RM>;
+#endif
+}
+
+// Table of tile kernels for every edge shape (rn, rm) in [1, kTileN] x [1, kTileM].
+template <DType T> struct TileTable {
+    TileFn fn[kTileN][kTileM];
+    template <int RN, int RM> constexpr void fill() {
+        fn[RN - 1][RM - 1] = pick_tile<T, RN, RM>();
+        if constexpr (RM > 1) fill<RN, RM - 1>();
+        else if constexpr (RN > 1) fill<RN - 1, kTileM>();
+    }
+    constexpr TileTable() : fn{} { fill<kTileN, kTileM>(); }
+};
+
+// Bytes per element of a weight row and of an activation row, for cache blocking.
+template <DType T> constexpr double weight_bytes_per_elem() {
+    switch (T) {
+        case DType::F32: return 4.0;
+        case DType::F16:
+        case DType::BF16: return 2.0;
+        case DType::Q8_0: return 34.0 / 32;
+        case DType::Q4_0: return 18.0 / 32;
+        default: return 20.0 / 32;
+    }
+}
+template <DType T> constexpr double act_bytes_per_elem() {
+    return T == DType::F32 || T == DType::F16 || T == DType::BF16 ? 4.0 : (double)sizeof(BlockQ8Act) / QK_ACT;
+}
+
+template <DType T> void gemm_rows_typed(const GemmArgs &a, int64_t n_begin, int64_t n_end) {
+    static constexpr TileTable<T> table{};
+    // Cache blocking, outermost first:
+    //  - N and M chunks of ~256 KiB of whole rows each: the weight chunk stays in L2 while the
+    //    activation chunk (also L2) is swept, so each weight byte comes from memory once per
+    //    activation chunk instead of once per activation tile.
+    //  - K slices sized so one tile's RN weight rows + RM activation rows fit in ~16 KiB of L1.
+    //    Matters for the float types, whose rows are large; quantized rows usually fit whole.
+    constexpr size_t kChunkBytes = 256 * 1024;
+#ifndef AKUNU_TILE_SLICE_KB  // overridable for tuning experiments
+#define AKUNU_TILE_SLICE_KB 16
+#endif
+    constexpr double kTileSliceBytes = AKUNU_TILE_SLICE_KB * 1024;
+    const int64_t n_chunk = std::max<int64_t>(kTileN, (int64_t)(kChunkBytes / std::max<size_t>(a.w_row_bytes, 1)) / kTileN * kTileN);
+    const int64_t m_chunk = std::max<int64_t>(kTileM, (int64_t)(kChunkBytes / std::max<size_t>(a.x_row_bytes, 1)) / kTileM * kTileM);
+    constexpr double tile_bytes_per_elem = kTileN * weight_bytes_per_elem<T>() + kTileM * act_bytes_per_elem<T>();
+    // A multiple of 32 keeps slices on block boundaries (and on 8-float SIMD boundaries).
+    const int64_t k_slice = a.M == 1 ? a.K : std::max<int64_t>(32, (int64_t)(kTileSliceBytes / tile_bytes_per_elem) / 32 * 32);
+
+    for (int64_t nc = n_begin; nc < n_end; nc += n_chunk) {
+        const int64_t nc_end = std::min(n_end, nc + n_chunk);
+        for (int64_t mc = 0; mc < a.M; mc += m_chunk) {
+            const int64_t mc_end = std::min(a.M, mc + m_chunk);
+            for (int64_t k0 = 0; k0 < a.K; k0 += k_slice) {
+                // The slice as a GEMM of its own; slices after the first add into y.
+                GemmArgs s = a;
+                s.K = std::min(a.K, k0 + k_slice) - k0;
+                s.accumulate = a.accumulate || k0 > 0;
+                const size_t w_offset = (size_t)((double)k0 * weight_bytes_per_elem<T>());
+                const size_t x_offset = (size_t)((double)k0 * act_bytes_per_elem<T>());
+                for (int64_t n = nc; n < nc_end; n += kTileN) {
+                    const int rn = (int)std::min<int64_t>(kTileN, nc_end - n);
+                    const uint8_t *w = a.w + (size_t)n * a.w_row_bytes + w_offset;
+                    for (int64_t m = mc; m < mc_end; m += kTileM) {
+                        const int rm = (int)std::min<int64_t>(kTileM, mc_end - m);
+                        table.fn[rn - 1][rm - 1](s, w, a.x + (size_t)m * a.x_row_bytes + x_offset, a.y + (size_t)m * a.y_stride + n);
+                    }
+                }
+            }
+        }
+    }
+}
+
+}  // namespace
+
+void gemm_rows(const GemmArgs &args, int64_t n_begin, int64_t n_end) {
+    if (n_begin >= n_end || args.M <= 0) return;
+    switch (args.type) {
+        case DType::F32: return gemm_rows_typed<DType::F32>(args, n_begin, n_end);
+        case DType::F16: return gemm_rows_typed<DType::F16>(args, n_begin, n_end);
+        case DType::BF16: return gemm_rows_typed<DType::BF16>(args, n_begin, n_end);
+        case DType::Q8_0: return gemm_rows_typed<DType::Q8_0>(args, n_begin, n_end);
+        case DType::Q4_0: return gemm_rows_typed<DType::Q4_0>(args, n_begin, n_end);
+        case DType::Q4_1: return gemm_rows_typed<DType::Q4_1>(args, n_begin, n_end);
+        default: return;  // callers check cpu_supports_dtype
+    }
+}
+
+}  // namespace akunu::cpu

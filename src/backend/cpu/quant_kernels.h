@@ -1,0 +1,56 @@
+// CPU row kernels for every weight dtype: dequantize a row, quantize activations, and the
+// dot-product "GEMM over a range of weight rows" that both decode (M = 1) and prefill (M = S) use.
+// Vectorized for the build target (AVX2+FMA+F16C, AVX-512, NEON) with a scalar fallback.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "core/dtype.h"
+#include "core/quant_blocks.h"
+
+namespace akunu::cpu {
+
+// fp16/bf16 <-> f32 scalar conversions (bit-exact, round-to-nearest-even on the way down).
+float fp16_to_f32(uint16_t h);
+uint16_t f32_to_fp16(float f);
+float bf16_to_f32(uint16_t h);
+
+// Dequantize `k` elements (one row; k a multiple of the block size) of dtype `t` into dst.
+// Bit-exact with gguf-py's dequantize for F32, F16, BF16, Q8_0, Q4_0, Q4_1.
+void dequantize_row(DType t, const void *src, float *dst, int64_t k);
+
+// Activation quantization for the integer dot products: k floats -> k/32 BlockQ8Act.
+// d = max|x| / 127, q = round(x / d), sum = d * sum(q).
+void quantize_row_act(const float *x, BlockQ8Act *dst, int64_t k);
+
+// What the dot product of a dtype wants as its activation row.
+enum class ActFormat { F32, Q8Act };
+ActFormat act_format_for(DType weight_type);
+
+// y[m * y_stride + n] (+)= dot(W row n, X row m) for n in [n_begin, n_end), m in [0, M).
+//  - W rows are `w_row_bytes` apart (GGUF: row n of a [N, K] weight is K elements of dtype t).
+//  - X rows are `x_row_bytes` apart, in act_format_for(t): float[K] or BlockQ8Act[K/32].
+//  - accumulate: add into y instead of overwriting (fuses the residual add).
+// Loop order keeps a block of weight rows hot in cache while all M activation rows stream by.
+struct GemmArgs {
+    DType type;
+    const uint8_t *w;
+    size_t w_row_bytes;
+    const uint8_t *x;
+    size_t x_row_bytes;
+    float *y;
+    size_t y_stride;  // floats between output rows
+    int64_t K;
+    int64_t M;
+    bool accumulate;
+};
+void gemm_rows(const GemmArgs &args, int64_t n_begin, int64_t n_end);
+
+// True if gemm_rows/dequantize_row handle this weight dtype.
+bool cpu_supports_dtype(DType t);
+
+// Weight dtype by GGML name ("Q4_0", "f16", ...; case-insensitive), for dtypes this file supports.
+bool dtype_from_name(const std::string &name, DType *out);
+
+}  // namespace akunu::cpu

@@ -1,0 +1,41 @@
+#include "core/chip_config.h"
+
+#include <algorithm>
+
+namespace akunu {
+
+ChipConfig ChipConfig::for_cpu(int threads, size_t llc_bytes) {
+    ChipConfig c;
+    c.compute_units = std::max(1, threads);
+    c.last_level_cache = llc_bytes;
+    // On a CPU a multi-matrix GEMM saves a thread-pool barrier per fused matrix; no copy needed.
+    c.should_fuse_weights = true;
+    // A CPU replay has no submission cost to amortize, so the chunk only trades Python-side
+    // overhead against streaming latency: 16 tokens is a few hundred ms on small models.
+    c.chain_decode_chunk = 16;
+    c.max_prefill_chunk = 512;
+    c.max_logits_rows = 64;
+    // Enough units that the dynamic scheduler can balance threads, few enough that the per-unit
+    // overhead stays invisible: ~8 units per thread on a 576-row matrix at 2 threads.
+    c.gemv_rows_per_unit = c.compute_units >= 8 ? 8 : 16;
+    // Prefill: a tile of weight rows is reused by every prompt row, so bigger tiles win until
+    // the tile falls out of L2.
+    c.gemm_rows_per_unit = 32;
+    return c;
+}
+
+ChipConfig ChipConfig::for_gpu(int sm_count, size_t l2_bytes) {
+    ChipConfig c;
+    c.compute_units = std::max(1, sm_count);
+    c.last_level_cache = l2_bytes;
+    c.should_fuse_weights = true;
+    // Launches are expensive relative to small-model kernels: chain many tokens per submission.
+    c.chain_decode_chunk = 64;
+    c.max_prefill_chunk = 2048;
+    c.max_logits_rows = 256;
+    c.gemv_rows_per_unit = 4;
+    c.gemm_rows_per_unit = 64;
+    return c;
+}
+
+}  // namespace akunu

@@ -1,0 +1,30 @@
+// ChipConfig: every tuning number the table builder uses, derived from what the device is
+// (never configured by hand). Consumed only at table-build time.
+#pragma once
+#include <cstddef>
+
+namespace akunu {
+
+struct ChipConfig {
+    int compute_units = 1;          // CPU worker threads, GPU SMs or GPU cores
+    size_t last_level_cache = 0;    // bytes: CPU L3, GPU L2, Apple SLC
+    // Run Q/K/V (and gate/up) as one multi-matrix GEMM command instead of separate ones.
+    bool should_fuse_weights = true;
+    // Greedy tokens per replay of the table (chain decode). Larger amortizes submission cost;
+    // smaller gives a streaming user text sooner.
+    int chain_decode_chunk = 16;
+    // Longest prompt slice run through the forward pass at once (bounds prefill scratch).
+    int max_prefill_chunk = 512;
+    // Logits for every position (evaluation) are produced this many rows at a time.
+    int max_logits_rows = 64;
+    // GEMM work unit: weight rows per unit for decode (M = 1) and for prefill.
+    int gemv_rows_per_unit = 16;
+    int gemm_rows_per_unit = 32;
+
+    // A CPU with `threads` workers and a last-level cache of `llc_bytes`.
+    static ChipConfig for_cpu(int threads, size_t llc_bytes);
+    // A discrete GPU with `sm_count` multiprocessors and an L2 of `l2_bytes`.
+    static ChipConfig for_gpu(int sm_count, size_t l2_bytes);
+};
+
+}  // namespace akunu

@@ -1,0 +1,77 @@
+// The Device abstraction: everything the engine needs from a compute backend, and nothing
+// backend-specific. CPU, CUDA and Metal implement it in src/backend/<name>/.
+//
+// The engine never calls a GPU API. It asks the device for buffers and pipelines (kernels by
+// name), builds DispatchCmds out of them once, and hands whole DispatchTables back to the device
+// to replay. How a replay happens (a loop on worker threads, a CUDA graph, a Metal encoder) is the
+// backend's business.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/chip_config.h"
+#include "core/dtype.h"
+#include "core/dtype_descriptor.h"
+
+namespace akunu {
+
+struct Buffer {
+    void *handle = nullptr;    // backend object (CPU: same as contents; CUDA: device pointer)
+    size_t size = 0;
+    void *contents = nullptr;  // host-visible pointer, or nullptr when the memory is device-only
+};
+
+struct Pipeline {
+    void *handle = nullptr;  // backend kernel object (CPU: function pointer; CUDA: launcher)
+};
+
+struct Dim3 {
+    uint32_t x = 1, y = 1, z = 1;
+};
+
+struct DispatchCmd;
+struct DispatchTable;
+
+class Device {
+public:
+    virtual ~Device() = default;
+
+    // --- information ------------------------------------------------------------------
+    virtual std::string name() const = 0;          // "AMD EPYC (2 threads)", "NVIDIA H100 80GB HBM3"
+    virtual const char *backend_name() const = 0;  // "cpu", "cuda", "metal"
+    virtual size_t total_memory() const = 0;
+    // Every tuning number, derived from what this device is (see chip_config.h).
+    virtual ChipConfig chip_config() const = 0;
+    // Kernel names and geometry for weights of this dtype, or nullptr if this device cannot run them.
+    virtual const DTypeDescriptor *dtype_lookup(DType t) const = 0;
+
+    // --- kernels ----------------------------------------------------------------------
+    // Resolved once while building a table; throws UnsupportedError for an unknown name.
+    virtual Pipeline get_pipeline(const std::string &kernel_name) = 0;
+
+    // --- memory -----------------------------------------------------------------------
+    virtual Buffer allocate(size_t bytes) = 0;  // zero-filled
+    // Weights: make `bytes` of host memory (usually an mmap that outlives the model) visible to
+    // kernels. Unified-memory devices alias it; discrete GPUs copy it up once.
+    virtual Buffer upload_weights(const void *host, size_t bytes) = 0;
+    virtual void free_buffer(Buffer &buf) = 0;
+    virtual void write_buffer(const Buffer &dst, const void *src, size_t bytes, size_t offset = 0) = 0;
+    virtual void read_buffer(void *dst, const Buffer &src, size_t bytes, size_t offset = 0) = 0;
+
+    // --- execution --------------------------------------------------------------------
+    // Replays commands [cmd_begin, cmd_end) of `table` for `count` consecutive tokens starting at
+    // `start_position`, applying each command's patch per token (see dispatch_table.h).
+    // cmd_end < 0 means "to the end". Commands run in order; each sees all earlier writes.
+    virtual void encode_dispatch_table(const DispatchTable &table, int start_position, int count,
+                                       int cmd_begin = 0, int cmd_end = -1) = 0;
+    // Waits until everything encoded so far has finished.
+    virtual void synchronize() = 0;
+};
+
+// The best device available: CUDA when built in and a GPU is present, else the CPU.
+// `backend` is "auto", "cpu", "cuda" or "metal"; threads <= 0 means one per core.
+std::unique_ptr<Device> create_device(const std::string &backend, int threads);
+
+}  // namespace akunu

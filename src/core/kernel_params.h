@@ -1,0 +1,90 @@
+// Kernel parameter structs, defined once and shared by every backend (the book's ShaderTypes.h).
+// Each comment lists the command's buffer bindings in order. All activations are F32 rows;
+// the KV cache is F16, head-major: cache[kv_head][position][head_dim].
+#pragma once
+#include <cstdint>
+
+namespace akunu {
+
+// buffers: 0 token ids (u32), 1 embedding table, 2 out [rows, dim]
+struct EmbeddingParams {
+    uint32_t dim;
+    uint32_t rows;
+    uint32_t vocab_size;  // ids >= vocab_size are clamped (they were validated on the host)
+    uint32_t row_bytes;   // bytes of one table row
+    float scale;          // multiplies the embedding (Gemma: sqrt(dim)); 1 for Llama
+};
+
+// buffers: 0 x [rows, dim], 1 weight F32 [dim], 2 out [rows, dim]
+struct RMSNormParams {
+    uint32_t dim;
+    uint32_t rows;
+    uint32_t x_stride;    // floats between input rows
+    uint32_t out_stride;  // floats between output rows
+    float eps;
+};
+
+// buffers: 0 x [rows, K] F32, 1 out [rows, act_row_bytes]
+struct ActQuantParams {
+    uint32_t K;
+    uint32_t rows;
+    uint32_t x_stride;        // floats between input rows
+    uint32_t out_row_bytes;
+};
+
+// Up to three weight matrices sharing one input (fused Q/K/V or gate/up without copying them).
+// buffers: 0 x (converted activations), 1 y [M, y_stride], 2.. weights W_i [N_i, K]
+struct GemmParams {
+    static constexpr int kMaxParts = 3;
+    uint32_t M;
+    uint32_t K;
+    uint32_t n_parts;
+    uint32_t N[kMaxParts];         // rows of each weight
+    uint32_t y_col[kMaxParts];     // output column where part i starts
+    uint32_t w_row_bytes[kMaxParts];
+    uint32_t x_row_bytes;
+    uint32_t y_stride;             // floats between output rows
+    uint32_t accumulate;           // 1: y += (the residual add, fused)
+    uint32_t rows_per_unit;        // weight rows per work unit
+};
+
+// RoPE on Q and K in place, then K and V appended to the cache.
+// buffers: 0 qkv [rows, q_dim + 2 kv_dim], 1 k_cache, 2 v_cache, 3 inv_freq F32 [rope_dim / 2]
+struct RopeKVParams {
+    uint32_t position;  // of row 0 (patched per token in decode)
+    uint32_t rows;
+    uint32_t n_heads;
+    uint32_t n_kv_heads;
+    uint32_t head_dim;
+    uint32_t rope_dim;   // leading dims of each head that rotate (usually head_dim)
+    uint32_t max_seq;    // cache rows per kv head
+    uint32_t qkv_stride; // floats between rows
+};
+
+// Causal attention over the cache for `rows` query rows at positions position..position+rows-1.
+// buffers: 0 q (inside qkv) [rows, qkv_stride], 1 k_cache, 2 v_cache, 3 out [rows, out_stride]
+struct AttentionParams {
+    uint32_t position;  // of query row 0 (patched)
+    uint32_t kv_len;    // cache rows valid for the last query row (patched: position + rows)
+    uint32_t rows;
+    uint32_t n_heads;
+    uint32_t n_kv_heads;
+    uint32_t head_dim;
+    uint32_t max_seq;
+    uint32_t q_stride;
+    uint32_t out_stride;
+    float scale;
+};
+
+// out = act(gate) * up.  buffers: 0 gate_up [rows, 2 * ffn] (gate then up), 1 out [rows, ffn]
+struct GatedActParams {
+    uint32_t ffn_dim;
+    uint32_t rows;
+};
+
+// buffers: 0 logits F32 [n], 1 token ids (u32; writes one slot)
+struct ArgmaxParams {
+    uint32_t n;
+};
+
+}  // namespace akunu

@@ -1,0 +1,29 @@
+// Model hyper-parameters read from the weight file's metadata.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace akunu {
+
+struct ModelConfig {
+    std::string architecture;  // "llama", ...
+    std::string name;
+    uint32_t dim = 0;
+    uint32_t n_layers = 0;
+    uint32_t n_heads = 0;
+    uint32_t n_kv_heads = 0;
+    uint32_t head_dim = 0;
+    uint32_t rope_dim = 0;
+    uint32_t ffn_dim = 0;
+    uint32_t vocab_size = 0;
+    uint32_t max_seq_len = 0;  // trained context length
+    float norm_eps = 1e-5f;
+    float rope_theta = 10000.f;
+    std::vector<float> rope_inv_freq;  // rope_dim / 2 frequencies, scaling already applied
+
+    uint32_t q_dim() const { return n_heads * head_dim; }
+    uint32_t kv_dim() const { return n_kv_heads * head_dim; }
+};
+
+}  // namespace akunu

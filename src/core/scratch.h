@@ -1,0 +1,33 @@
+// Named scratch buffers for activations, allocated once at load for the largest row count any
+// table uses (a prefill chunk). Decode tables use row 0 of the same buffers. All rows are F32
+// except act_q (activations converted for quantized GEMMs) and token_ids (u32).
+#pragma once
+#include <cstddef>
+
+#include "core/device.h"
+#include "core/model_config.h"
+
+namespace akunu {
+
+struct ScratchBuffers {
+    int max_rows = 0;         // rows every buffer below can hold
+    int max_logits_rows = 0;  // rows `logits` can hold
+    size_t act_q_row_bytes = 0;
+
+    Buffer token_ids;  // u32 [max(max_rows, chain chunk) + 1]: slot i feeds token i, argmax fills i + 1
+    Buffer residual;   // [rows, dim]   the residual stream
+    Buffer normed;     // [rows, dim]   norm output, the GEMM input
+    Buffer act_q;      // [rows, act_q_row_bytes] activations in the GEMM's input format
+    Buffer qkv;        // [rows, q_dim + 2 kv_dim]
+    Buffer attn_out;   // [rows, q_dim]
+    Buffer gate_up;    // [rows, 2 ffn_dim]
+    Buffer ffn_act;    // [rows, ffn_dim]
+    Buffer logits;     // [max_logits_rows, vocab]
+
+    // act_q_row_bytes: the widest converted activation row (K = max(dim, q_dim, ffn_dim)).
+    static ScratchBuffers create(Device &device, const ModelConfig &cfg, int max_rows, int max_logits_rows,
+                                 int token_slots, size_t act_q_row_bytes);
+    void release(Device &device);
+};
+
+}  // namespace akunu

@@ -1,0 +1,236 @@
+#include "core/table_builder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <string>
+
+#include "core/errors.h"
+#include "core/kernel_params.h"
+
+namespace akunu {
+
+namespace {
+
+uint32_t ceil_div(uint64_t a, uint64_t b) { return (uint32_t)((a + b - 1) / b); }
+
+// Emits the commands of one forward pass. Each emit_* method is one stage of the book's
+// per-layer recipe; the pass itself reads top to bottom in build().
+class ForwardBuilder {
+public:
+    ForwardBuilder(const ModelContext &ctx, const ForwardSpec &spec) : c_(ctx), s_(spec) {}
+
+    DispatchTable build() {
+        const ModelConfig &cfg = c_.config;
+        const ScratchBuffers &sc = c_.scratch;
+        emit_embedding();
+        for (uint32_t l = 0; l < cfg.n_layers; ++l) {
+            const LayerWeights &L = c_.weights.layers[l];
+            const std::string p = "layer." + std::to_string(l) + ".";
+            // Attention block: x += O . attention(rope(QKV . norm(x)))
+            emit_norm(sc.residual, 0, L.attention_norm, rows(), p + "attention_norm");
+            emit_matmul({&L.q, &L.k, &L.v}, sc.normed, cfg.dim, sc.qkv, qkv_stride(), false, rows(), p + "qkv");
+            emit_rope_kv_write(l, p + "rope_kv_write");
+            emit_attention(l, p + "attention");
+            emit_matmul({&L.o}, sc.attn_out, cfg.q_dim(), sc.residual, cfg.dim, true, rows(), p + "o_proj");
+            // FFN block: x += down . act(gate . norm(x)) * (up . norm(x))
+            emit_norm(sc.residual, 0, L.ffn_norm, rows(), p + "ffn_norm");
+            emit_matmul({&L.gate, &L.up}, sc.normed, cfg.dim, sc.gate_up, 2 * cfg.ffn_dim, false, rows(),
+                        p + "gate_up");
+            emit_gated_activation(p + "activation");
+            emit_matmul({&L.down}, sc.ffn_act, cfg.ffn_dim, sc.residual, cfg.dim, true, rows(), p + "down");
+        }
+        emit_output();
+        return std::move(table_);
+    }
+
+private:
+    const ModelContext &c_;
+    const ForwardSpec &s_;
+    DispatchTable table_;
+
+    uint32_t rows() const { return (uint32_t)s_.rows; }
+    uint32_t qkv_stride() const { return c_.config.q_dim() + 2 * c_.config.kv_dim(); }
+
+    void emit_embedding() {
+        const WeightMatrix &emb = c_.weights.token_embedding;
+        EmbeddingParams p{};
+        p.dim = c_.config.dim;
+        p.rows = rows();
+        p.vocab_size = c_.config.vocab_size;
+        p.row_bytes = (uint32_t)emb.row_bytes;
+        p.scale = c_.arch.embedding_scale;
+        CmdBuilder b(table_, c_.device, emb.desc->embedding_kernel, {rows(), 1, 1});
+        b.buf(c_.scratch.token_ids).buf(emb.buffer).buf(c_.scratch.residual).params(p).label("embedding");
+        if (s_.patched) b.patch(PatchType::TokenOffset);
+        b.emit();
+    }
+
+    void emit_norm(const Buffer &x, size_t x_row, const Buffer &weight, uint32_t n_rows, const std::string &label) {
+        RMSNormParams p{};
+        p.dim = c_.config.dim;
+        p.rows = n_rows;
+        p.x_stride = c_.config.dim;
+        p.out_stride = c_.config.dim;
+        p.eps = c_.config.norm_eps;
+        CmdBuilder(table_, c_.device, c_.arch.norm_kernel, {n_rows, 1, 1})
+            .buf(x, x_row * c_.config.dim * sizeof(float))
+            .buf(weight)
+            .buf(c_.scratch.normed)
+            .params(p)
+            .label(label)
+            .emit();
+    }
+
+    // y (+)= x . W_i^T for each matrix, fused into multi-part commands where the chip says so.
+    // Activations are converted (e.g. to Q8 blocks) once for all consumers that want it.
+    void emit_matmul(std::vector<const WeightMatrix *> mats, const Buffer &x, uint32_t x_stride, const Buffer &y,
+                     uint32_t y_stride, bool accumulate, uint32_t m_rows, const std::string &label, size_t x_row = 0) {
+        const uint32_t K = mats[0]->cols;
+        bool quantized_input_ready = false;
+        uint32_t y_col = 0;
+        size_t i = 0;
+        while (i < mats.size()) {
+            // Group consecutive matrices of the same dtype (one kernel) when fusion is on.
+            size_t j = i + 1;
+            while (c_.chip.should_fuse_weights && j < mats.size() && j - i < (size_t)GemmParams::kMaxParts &&
+                   mats[j]->desc == mats[i]->desc)
+                ++j;
+            const DTypeDescriptor *desc = mats[i]->desc;
+
+            Buffer input = x;
+            size_t input_offset = x_row * x_stride * sizeof(float);
+            uint32_t x_row_bytes = x_stride * (uint32_t)sizeof(float);
+            if (desc->act_quant_kernel) {
+                x_row_bytes = (uint32_t)desc->act_row_bytes(K);
+                if (!quantized_input_ready) emit_act_quant(desc, x, input_offset, x_stride, K, m_rows, label);
+                quantized_input_ready = true;
+                input = c_.scratch.act_q;
+                input_offset = 0;
+            }
+
+            GemmParams p{};
+            p.M = m_rows;
+            p.K = K;
+            p.n_parts = (uint32_t)(j - i);
+            uint32_t total_rows = 0;
+            for (size_t k = i; k < j; ++k) {
+                p.N[k - i] = mats[k]->rows;
+                p.y_col[k - i] = y_col;
+                p.w_row_bytes[k - i] = (uint32_t)mats[k]->row_bytes;
+                y_col += mats[k]->rows;
+                total_rows += mats[k]->rows;
+            }
+            p.x_row_bytes = x_row_bytes;
+            p.y_stride = y_stride;
+            p.accumulate = accumulate ? 1 : 0;
+            p.rows_per_unit = (uint32_t)(m_rows == 1 ? c_.chip.gemv_rows_per_unit : c_.chip.gemm_rows_per_unit);
+
+            CmdBuilder b(table_, c_.device, desc->gemm_kernel, {ceil_div(total_rows, p.rows_per_unit), 1, 1});
+            b.buf(input, input_offset).buf(y);
+            for (size_t k = i; k < j; ++k) b.buf(mats[k]->buffer);
+            b.params(p).label(label).emit();
+            i = j;
+        }
+    }
+
+    void emit_act_quant(const DTypeDescriptor *desc, const Buffer &x, size_t x_offset, uint32_t x_stride, uint32_t K,
+                        uint32_t m_rows, const std::string &label) {
+        ActQuantParams p{};
+        p.K = K;
+        p.rows = m_rows;
+        p.x_stride = x_stride;
+        p.out_row_bytes = (uint32_t)desc->act_row_bytes(K);
+        if ((size_t)p.out_row_bytes > c_.scratch.act_q_row_bytes)
+            throw AkunuError("internal: activation row of " + std::to_string(K) + " does not fit scratch.act_q");
+        CmdBuilder(table_, c_.device, desc->act_quant_kernel, {m_rows, 1, 1})
+            .buf(x, x_offset)
+            .buf(c_.scratch.act_q)
+            .params(p)
+            .label(label + ".quantize")
+            .emit();
+    }
+
+    void emit_rope_kv_write(uint32_t layer, const std::string &label) {
+        const ModelConfig &cfg = c_.config;
+        RopeKVParams p{};
+        p.position = (uint32_t)s_.start_position;
+        p.rows = rows();
+        p.n_heads = cfg.n_heads;
+        p.n_kv_heads = cfg.n_kv_heads;
+        p.head_dim = cfg.head_dim;
+        p.rope_dim = cfg.rope_dim;
+        p.max_seq = (uint32_t)c_.kv.max_length;
+        p.qkv_stride = qkv_stride();
+        CmdBuilder b(table_, c_.device, c_.arch.rope_kernel, {rows(), 1, 1});
+        b.buf(c_.scratch.qkv).buf(c_.kv.k_buffers[layer]).buf(c_.kv.v_buffers[layer]).buf(c_.weights.rope_inv_freq);
+        b.params(p).label(label);
+        if (s_.patched) b.patch(PatchType::Position, offsetof(RopeKVParams, position));
+        b.emit();
+    }
+
+    void emit_attention(uint32_t layer, const std::string &label) {
+        const ModelConfig &cfg = c_.config;
+        AttentionParams p{};
+        p.position = (uint32_t)s_.start_position;
+        p.kv_len = (uint32_t)(s_.start_position + s_.rows);
+        p.rows = rows();
+        p.n_heads = cfg.n_heads;
+        p.n_kv_heads = cfg.n_kv_heads;
+        p.head_dim = cfg.head_dim;
+        p.max_seq = (uint32_t)c_.kv.max_length;
+        p.q_stride = qkv_stride();
+        p.out_stride = cfg.q_dim();
+        p.scale = 1.0f / std::sqrt((float)cfg.head_dim);
+        // One unit per (query row, head).
+        CmdBuilder b(table_, c_.device, c_.arch.attention_kernel, {cfg.n_heads, rows(), 1});
+        b.buf(c_.scratch.qkv).buf(c_.kv.k_buffers[layer]).buf(c_.kv.v_buffers[layer]).buf(c_.scratch.attn_out);
+        b.params(p).label(label);
+        if (s_.patched)
+            b.patch(PatchType::PosAndKV, offsetof(AttentionParams, position), offsetof(AttentionParams, kv_len));
+        b.emit();
+    }
+
+    void emit_gated_activation(const std::string &label) {
+        GatedActParams p{};
+        p.ffn_dim = c_.config.ffn_dim;
+        p.rows = rows();
+        CmdBuilder(table_, c_.device, c_.arch.activation_kernel, {rows(), 1, 1})
+            .buf(c_.scratch.gate_up)
+            .buf(c_.scratch.ffn_act)
+            .params(p)
+            .label(label)
+            .emit();
+    }
+
+    // Final norm and logits. Generation needs only the last row's logits and its argmax;
+    // evaluation asks for every row.
+    void emit_output() {
+        const ModelConfig &cfg = c_.config;
+        const uint32_t first_row = s_.all_logits ? 0 : rows() - 1;
+        const uint32_t n_rows = s_.all_logits ? rows() : 1;
+        emit_norm(c_.scratch.residual, first_row, c_.weights.output_norm, n_rows, "output_norm");
+        emit_matmul({&c_.weights.output}, c_.scratch.normed, cfg.dim, c_.scratch.logits, cfg.vocab_size, false, n_rows,
+                    "logits");
+        if (s_.all_logits) return;
+        ArgmaxParams p{};
+        p.n = cfg.vocab_size;
+        CmdBuilder b(table_, c_.device, "argmax_f32", {1, 1, 1});
+        // Decode: token i's argmax fills slot i + 1 (patched). Prefill: the slot after the prompt.
+        b.buf(c_.scratch.logits).buf(c_.scratch.token_ids, s_.patched ? 0 : 4u * rows()).params(p).label("argmax");
+        if (s_.patched) b.patch(PatchType::ArgmaxOutput);
+        b.emit();
+    }
+};
+
+}  // namespace
+
+DispatchTable build_forward_table(const ModelContext &ctx, const ForwardSpec &spec) {
+    if (spec.rows < 1 || spec.rows > ctx.scratch.max_rows)
+        throw AkunuError("internal: forward pass of " + std::to_string(spec.rows) + " rows exceeds scratch");
+    if (spec.all_logits && spec.rows > ctx.scratch.max_logits_rows)
+        throw AkunuError("internal: all-logits pass of " + std::to_string(spec.rows) + " rows exceeds scratch");
+    return ForwardBuilder(ctx, spec).build();
+}
+
+}  // namespace akunu

@@ -1,0 +1,41 @@
+// The forward pass, in one place. build_forward_table emits every command of one transformer
+// forward over `rows` tokens; the decode dispatch table is the rows = 1 case with per-token
+// patches, built once at load and replayed for every token.
+#pragma once
+#include "core/arch_descriptor.h"
+#include "core/chip_config.h"
+#include "core/dispatch_table.h"
+#include "core/kv_cache.h"
+#include "core/model_config.h"
+#include "core/model_weights.h"
+#include "core/scratch.h"
+
+namespace akunu {
+
+struct ForwardSpec {
+    int rows = 1;             // tokens in this pass
+    int start_position = 0;   // position of the first token (ignored when patched)
+    bool patched = false;     // decode table: position, token slot and KV length patched per token
+    bool all_logits = false;  // logits for every row into scratch.logits (evaluation); else last row + argmax
+};
+
+struct ModelContext {
+    Device &device;
+    const ModelConfig &config;
+    const ArchDescriptor &arch;
+    const ChipConfig &chip;
+    const ModelWeights &weights;
+    const KVCache &kv;
+    const ScratchBuffers &scratch;
+};
+
+DispatchTable build_forward_table(const ModelContext &ctx, const ForwardSpec &spec);
+
+// The decode table: one token, patched per token, argmax feeding the next token's slot.
+inline DispatchTable build_dispatch_table(const ModelContext &ctx) {
+    ForwardSpec spec;
+    spec.patched = true;
+    return build_forward_table(ctx, spec);
+}
+
+}  // namespace akunu

@@ -1,0 +1,113 @@
+// Running the model: prefill, decode (single step and chained), evaluation logits.
+#include <algorithm>
+#include <cstring>
+
+#include "core/errors.h"
+#include "core/table_builder.h"
+#include "inference/model.h"
+#include "weights/gguf_file.h"
+
+namespace akunu {
+
+ModelContext Model::context() const { return ModelContext{*device_, config_, arch_, chip_, weights_, kv_, scratch_}; }
+
+std::string Model::chat_template() const { return provider_->gguf().get_string("tokenizer.chat_template", ""); }
+
+void Model::reset() {
+    kv_.reset();
+    gen_ = Session{};
+}
+
+void Model::check_tokens(const std::vector<int32_t> &tokens) const {
+    for (int32_t t : tokens)
+        if (t < 0 || (uint32_t)t >= config_.vocab_size)
+            throw std::invalid_argument("token id " + std::to_string(t) + " is out of range [0, " +
+                                        std::to_string(config_.vocab_size) + ")");
+}
+
+void Model::check_room(int n_new) const {
+    if (kv_.current_length + n_new > kv_.max_length)
+        throw ContextOverflowError(std::to_string(kv_.current_length) + " cached + " + std::to_string(n_new) +
+                                   " new tokens exceed the context length of " + std::to_string(kv_.max_length) +
+                                   " (load the model with a larger context_length)");
+}
+
+int32_t Model::read_token_slot(int slot) const {
+    uint32_t t = 0;
+    device_->read_buffer(&t, scratch_.token_ids, 4, (size_t)slot * 4);
+    return (int32_t)t;
+}
+
+int32_t Model::prefill(const std::vector<int32_t> &tokens) {
+    if (tokens.empty()) throw std::invalid_argument("prefill needs at least one token");
+    check_tokens(tokens);
+    check_room((int)tokens.size());
+    int32_t next = 0;
+    for (size_t done = 0; done < tokens.size();) {
+        const int rows = (int)std::min<size_t>((size_t)chip_.max_prefill_chunk, tokens.size() - done);
+        std::vector<uint32_t> ids(tokens.begin() + (long)done, tokens.begin() + (long)done + rows);
+        device_->write_buffer(scratch_.token_ids, ids.data(), ids.size() * 4);
+        ForwardSpec spec;
+        spec.rows = rows;
+        spec.start_position = kv_.current_length;
+        DispatchTable table = build_forward_table(context(), spec);
+        device_->encode_dispatch_table(table, kv_.current_length, 1);
+        device_->synchronize();
+        kv_.advance(rows);
+        next = read_token_slot(rows);
+        done += (size_t)rows;
+    }
+    return next;
+}
+
+int32_t Model::decode_step(int32_t token) { return chain_decode(token, 1).at(0); }
+
+std::vector<int32_t> Model::chain_decode(int32_t token, int count) {
+    if (count < 0) throw std::invalid_argument("count must be >= 0");
+    check_tokens({token});
+    check_room(count);
+    std::vector<int32_t> out;
+    out.reserve((size_t)count);
+    // The token buffer holds one replay's worth of slots; longer chains run in several replays.
+    const int slots = std::max(scratch_.max_rows, chip_.chain_decode_chunk);
+    uint32_t next = (uint32_t)token;
+    while ((int)out.size() < count) {
+        const int n = std::min(slots, count - (int)out.size());
+        device_->write_buffer(scratch_.token_ids, &next, 4);
+        device_->encode_dispatch_table(decode_table_, kv_.current_length, n);
+        device_->synchronize();
+        kv_.advance(n);
+        std::vector<uint32_t> produced((size_t)n);
+        device_->read_buffer(produced.data(), scratch_.token_ids, (size_t)n * 4, 4);
+        out.insert(out.end(), produced.begin(), produced.end());
+        next = produced.back();
+    }
+    return out;
+}
+
+std::vector<float> Model::evaluate_logits(const std::vector<int32_t> &tokens) {
+    if (tokens.empty()) throw std::invalid_argument("logits needs at least one token");
+    check_tokens(tokens);
+    reset();
+    check_room((int)tokens.size());
+    const size_t vocab = config_.vocab_size;
+    std::vector<float> logits(tokens.size() * vocab);
+    for (size_t done = 0; done < tokens.size();) {
+        const int rows = (int)std::min<size_t>((size_t)chip_.max_logits_rows, tokens.size() - done);
+        std::vector<uint32_t> ids(tokens.begin() + (long)done, tokens.begin() + (long)done + rows);
+        device_->write_buffer(scratch_.token_ids, ids.data(), ids.size() * 4);
+        ForwardSpec spec;
+        spec.rows = rows;
+        spec.start_position = kv_.current_length;
+        spec.all_logits = true;
+        DispatchTable table = build_forward_table(context(), spec);
+        device_->encode_dispatch_table(table, kv_.current_length, 1);
+        device_->synchronize();
+        kv_.advance(rows);
+        device_->read_buffer(logits.data() + done * vocab, scratch_.logits, (size_t)rows * vocab * sizeof(float));
+        done += (size_t)rows;
+    }
+    return logits;
+}
+
+}  // namespace akunu

@@ -1,0 +1,125 @@
+// A loaded model: device, weights, KV cache, scratch, tokenizer and the decode dispatch table
+// (built once). Prefill, single-step and chain decode, evaluation logits and a generation session
+// with stats. One Model is not thread-safe; separate Models are independent.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/arch_descriptor.h"
+#include "core/chip_config.h"
+#include "core/device.h"
+#include "core/dispatch_table.h"
+#include "core/kv_cache.h"
+#include "core/model_config.h"
+#include "core/model_weights.h"
+#include "core/scratch.h"
+#include "core/table_builder.h"
+#include "inference/sampler.h"
+#include "tokenizer/tokenizer.h"
+#include "weights/weight_provider.h"
+
+namespace akunu {
+
+struct LoadOptions {
+    std::string backend = "auto";
+    int context_length = 0;  // 0: the model's own, capped at kDefaultContextCap
+    int threads = 0;         // 0: one per hardware thread
+    static constexpr int kDefaultContextCap = 4096;
+};
+
+struct GenerationStats {
+    int prompt_tokens = 0;
+    int generated_tokens = 0;
+    double prefill_ms = 0;
+    double decode_ms = 0;
+    double prefill_tokens_per_sec() const { return prefill_ms > 0 ? prompt_tokens * 1000.0 / prefill_ms : 0; }
+    // The first token comes free with the prefill; the rest are decode steps.
+    double decode_tokens_per_sec() const {
+        return decode_ms > 0 && generated_tokens > 1 ? (generated_tokens - 1) * 1000.0 / decode_ms : 0;
+    }
+};
+
+class Model {
+public:
+    static std::unique_ptr<Model> load(const std::string &path, const LoadOptions &options);
+    ~Model();
+
+    const ModelConfig &config() const { return config_; }
+    const ArchDescriptor &arch() const { return arch_; }
+    const ChipConfig &chip() const { return chip_; }
+    const Device &device() const { return *device_; }
+    const WeightProvider &weights() const { return *provider_; }
+    std::shared_ptr<const Tokenizer> tokenizer() const { return tokenizer_; }
+    const DispatchTable &decode_table() const { return decode_table_; }
+    int table_builds() const { return table_builds_; }
+    int context_length() const { return kv_.max_length; }
+    int position() const { return kv_.current_length; }
+    size_t kv_cache_bytes() const { return kv_.bytes(); }
+    std::string chat_template() const;
+
+    // --- low level: the KV cache grows with each call until reset() ----------------------
+    void reset();
+    // Runs `tokens` through the model at the current position; returns the argmax next token.
+    int32_t prefill(const std::vector<int32_t> &tokens);
+    // Feeds one token through the decode table; returns the argmax next token.
+    int32_t decode_step(int32_t token);
+    // Feeds `token` and then each argmax in turn, `count` tokens in chained replays of the table;
+    // returns the `count` produced tokens.
+    std::vector<int32_t> chain_decode(int32_t token, int count);
+    // Teacher-forced logits of every position of `tokens` from a fresh cache: [n, vocab] row-major.
+    std::vector<float> evaluate_logits(const std::vector<int32_t> &tokens);
+
+    // --- generation session -------------------------------------------------------------
+    // Resets, prefills the prompt and picks the first token. Throws ContextOverflowError when the
+    // prompt does not fit, std::invalid_argument for bad arguments.
+    void begin_generation(const std::vector<int32_t> &prompt, int max_tokens, const SamplingConfig &sampling);
+    // The next tokens of the session (at most one chain-decode chunk); empty once finished.
+    // End-of-generation tokens end the session and are not returned.
+    std::vector<int32_t> next_tokens();
+    bool generation_finished() const { return gen_.finished; }
+    // "stop" (end-of-generation token), "length" (max_tokens or context) or "" while running.
+    const std::string &finish_reason() const { return gen_.finish_reason; }
+    const GenerationStats &stats() const { return stats_; }
+
+private:
+    Model() = default;
+    void upload_weights();
+    ModelContext context() const;
+    void check_tokens(const std::vector<int32_t> &tokens) const;
+    void check_room(int n_new) const;
+    int32_t read_token_slot(int slot) const;
+    int32_t sample_next(const std::vector<int32_t> &history);
+    std::vector<int32_t> decode_greedy_chunk(int n);
+    std::vector<int32_t> decode_sampled_chunk(int n);
+
+    std::unique_ptr<Device> device_;
+    std::unique_ptr<WeightProvider> provider_;
+    std::shared_ptr<const Tokenizer> tokenizer_;
+    ModelConfig config_;
+    ArchDescriptor arch_;
+    ChipConfig chip_;
+    ModelWeights weights_;
+    KVCache kv_;
+    ScratchBuffers scratch_;
+    DispatchTable decode_table_;
+    int table_builds_ = 0;
+    std::vector<float> logits_row_;  // host copy of one row of logits (sampling)
+
+    struct Session {
+        int max_tokens = 0;
+        int generated = 0;
+        bool finished = true;
+        bool first_pending = false;  // the prefill's token has not been returned yet
+        int32_t next_input = 0;      // produced, not yet fed into the cache
+        std::string finish_reason;
+        SamplingConfig sampling;
+        std::unique_ptr<Sampler> sampler;
+        std::vector<int32_t> history;  // prompt + output, for the repetition penalty
+    } gen_;
+    GenerationStats stats_;
+};
+
+}  // namespace akunu

@@ -1,0 +1,115 @@
+// Load order (the book's, minus what the CPU does not need): device, weights and config,
+// architecture, chip config, tokenizer, weights onto the device, KV cache, scratch, decode table.
+#include <algorithm>
+
+#include "core/errors.h"
+#include "core/table_builder.h"
+#include "inference/model.h"
+#include "weights/gguf_file.h"
+
+namespace akunu {
+
+std::unique_ptr<Model> Model::load(const std::string &path, const LoadOptions &options) {
+    if (options.context_length < 0)
+        throw std::invalid_argument("context_length must be positive, got " + std::to_string(options.context_length));
+    std::unique_ptr<Model> m(new Model());
+    m->device_ = create_device(options.backend, options.threads);
+    m->provider_ = WeightProvider::open(path);
+    m->config_ = m->provider_->config();
+    m->arch_ = arch_from_name(m->config_.architecture);
+    m->arch_.tie_embeddings = !m->provider_->has(tensor_names::kOutput);
+    m->chip_ = m->device_->chip_config();
+    if (m->config_.head_dim > 1024) throw UnsupportedError(path + ": head_dim above 1024 is not supported");
+    m->tokenizer_ = Tokenizer::from_gguf(m->provider_->gguf());
+    if (m->tokenizer_->vocab_size() > m->config_.vocab_size)
+        throw ModelFormatError(path + ": tokenizer has " + std::to_string(m->tokenizer_->vocab_size()) +
+                               " tokens but the embedding only " + std::to_string(m->config_.vocab_size) + " rows");
+    m->upload_weights();
+
+    int context = options.context_length > 0 ? options.context_length
+                                             : std::min<int>((int)m->config_.max_seq_len, LoadOptions::kDefaultContextCap);
+    m->kv_ = KVCache::create(*m->device_, (int)m->config_.n_layers, (int)m->config_.n_kv_heads,
+                             (int)m->config_.head_dim, context);
+
+    // Widest activation row any GEMM converts: its K is dim, q_dim or ffn_dim.
+    const uint32_t widest_k = std::max({m->config_.dim, m->config_.q_dim(), m->config_.ffn_dim});
+    size_t act_q_row_bytes = 0;
+    auto widen = [&](const WeightMatrix &w) {
+        if (w.desc->act_row_bytes) act_q_row_bytes = std::max(act_q_row_bytes, w.desc->act_row_bytes(widest_k));
+    };
+    widen(m->weights_.output);
+    for (const LayerWeights &L : m->weights_.layers)
+        for (const WeightMatrix *w : {&L.q, &L.k, &L.v, &L.o, &L.gate, &L.up, &L.down}) widen(*w);
+    const int max_rows = std::max(m->chip_.max_prefill_chunk, m->chip_.max_logits_rows);
+    const int token_slots = std::max(max_rows, m->chip_.chain_decode_chunk);
+    m->scratch_ = ScratchBuffers::create(*m->device_, m->config_, max_rows, m->chip_.max_logits_rows, token_slots,
+                                         act_q_row_bytes);
+
+    m->decode_table_ = build_dispatch_table(m->context());
+    m->table_builds_ = 1;
+    m->logits_row_.resize(m->config_.vocab_size);
+    return m;
+}
+
+namespace {
+
+// A weight matrix as the device will run it, or a clear refusal naming tensor, dtype and backend.
+WeightMatrix upload_matrix(Device &device, const TensorView &t, const std::string &path) {
+    WeightMatrix w;
+    w.desc = device.dtype_lookup(t.dtype);
+    if (!w.desc)
+        throw UnsupportedError(path + ": tensor '" + t.file_name + "' has dtype " + dtype_name(t.dtype) +
+                               ", which the " + device.backend_name() + " backend does not support yet");
+    w.cols = (uint32_t)t.dims[0];
+    w.rows = (uint32_t)t.dims[1];
+    w.row_bytes = t.n_bytes / w.rows;
+    w.buffer = device.upload_weights(t.data, t.n_bytes);
+    return w;
+}
+
+}  // namespace
+
+void Model::upload_weights() {
+    Device &dev = *device_;
+    const WeightProvider &wp = *provider_;
+    const std::string &path = wp.gguf().path();
+    auto vector_buffer = [&](const std::vector<float> &v) {
+        Buffer b = dev.allocate(v.size() * sizeof(float));
+        dev.write_buffer(b, v.data(), v.size() * sizeof(float));
+        weights_.owned.push_back(b);
+        return b;
+    };
+    weights_.token_embedding = upload_matrix(dev, wp.get(tensor_names::kTokenEmbedding), path);
+    weights_.output = arch_.tie_embeddings ? weights_.token_embedding : upload_matrix(dev, wp.get(tensor_names::kOutput), path);
+    weights_.output_norm = vector_buffer(wp.get_f32(tensor_names::kOutputNorm));
+    weights_.rope_inv_freq = vector_buffer(config_.rope_inv_freq);
+    for (uint32_t l = 0; l < config_.n_layers; ++l) {
+        auto name = [&](const char *suffix) { return tensor_names::layer((int)l, suffix); };
+        LayerWeights L;
+        L.attention_norm = vector_buffer(wp.get_f32(name(tensor_names::kAttentionNorm)));
+        L.ffn_norm = vector_buffer(wp.get_f32(name(tensor_names::kFFNNorm)));
+        L.q = upload_matrix(dev, wp.get(name(tensor_names::kQ)), path);
+        L.k = upload_matrix(dev, wp.get(name(tensor_names::kK)), path);
+        L.v = upload_matrix(dev, wp.get(name(tensor_names::kV)), path);
+        L.o = upload_matrix(dev, wp.get(name(tensor_names::kO)), path);
+        L.gate = upload_matrix(dev, wp.get(name(tensor_names::kGate)), path);
+        L.up = upload_matrix(dev, wp.get(name(tensor_names::kUp)), path);
+        L.down = upload_matrix(dev, wp.get(name(tensor_names::kDown)), path);
+        weights_.layers.push_back(L);
+    }
+}
+
+Model::~Model() {
+    if (!device_) return;
+    kv_.release(*device_);
+    scratch_.release(*device_);
+    for (Buffer &b : weights_.owned) device_->free_buffer(b);
+    // Aliased/uploaded weight matrices belong to the device upload; free them through it.
+    auto free_matrix = [&](WeightMatrix &w) { device_->free_buffer(w.buffer); };
+    if (!arch_.tie_embeddings) free_matrix(weights_.output);
+    free_matrix(weights_.token_embedding);
+    for (LayerWeights &L : weights_.layers)
+        for (WeightMatrix *w : {&L.q, &L.k, &L.v, &L.o, &L.gate, &L.up, &L.down}) free_matrix(*w);
+}
+
+}  // namespace akunu

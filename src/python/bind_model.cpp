@@ -1,0 +1,175 @@
+// akunu._core.Model and GenerationStats. The Python package subclasses Model to add the
+// text-level API (generate, stream, chat); everything here works in token ids.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <random>
+
+#include "core/dispatch_table.h"
+#include "inference/model.h"
+#include "python/bind_tokenizer.h"
+
+namespace nb = nanobind;
+using akunu::Model;
+
+namespace {
+
+
+// The Python object owns the C++ model through this holder so that close() can free it early.
+struct PyModel {
+    std::unique_ptr<Model> model;
+    Model &get() {
+        if (!model) throw std::invalid_argument("this model has been closed");
+        return *model;
+    }
+};
+
+nb::dict config_dict(const Model &m) {
+    const akunu::ModelConfig &c = m.config();
+    nb::dict d;
+    d["architecture"] = c.architecture;
+    d["name"] = c.name;
+    d["dim"] = c.dim;
+    d["n_layers"] = c.n_layers;
+    d["n_heads"] = c.n_heads;
+    d["n_kv_heads"] = c.n_kv_heads;
+    d["head_dim"] = c.head_dim;
+    d["ffn_dim"] = c.ffn_dim;
+    d["vocab_size"] = c.vocab_size;
+    d["context_length"] = m.context_length();
+    d["trained_context_length"] = c.max_seq_len;
+    d["rope_theta"] = c.rope_theta;
+    d["norm_eps"] = c.norm_eps;
+    d["tie_embeddings"] = m.arch().tie_embeddings;
+    return d;
+}
+
+nb::list table_list(const akunu::DispatchTable &t) {
+    nb::list out;
+    for (size_t i = 0; i < t.commands.size(); ++i) {
+        nb::dict d;
+        d["label"] = std::string(t.labels[i].text);
+        d["kernel"] = t.kernel_names[i];
+        d["patch"] = std::string(akunu::patch_type_name(t.commands[i].patch));
+        d["units"] = (uint64_t)t.commands[i].grid.x * t.commands[i].grid.y * t.commands[i].grid.z;
+        out.append(d);
+    }
+    return out;
+}
+
+std::vector<int32_t> to_ids(const std::vector<int64_t> &ids) {
+    std::vector<int32_t> out;
+    out.reserve(ids.size());
+    for (int64_t t : ids) {
+        if (t < INT32_MIN || t > INT32_MAX) throw std::invalid_argument("token id " + std::to_string(t) + " is out of range");
+        out.push_back((int32_t)t);
+    }
+    return out;
+}
+
+}  // namespace
+
+void bind_model(nb::module_ &m) {
+    nb::class_<akunu::GenerationStats>(m, "GenerationStats", "Timing and token counts of the last generation.")
+        .def_ro("prompt_tokens", &akunu::GenerationStats::prompt_tokens)
+        .def_ro("generated_tokens", &akunu::GenerationStats::generated_tokens)
+        .def_ro("prefill_ms", &akunu::GenerationStats::prefill_ms)
+        .def_ro("decode_ms", &akunu::GenerationStats::decode_ms)
+        .def_prop_ro("prefill_tokens_per_sec", &akunu::GenerationStats::prefill_tokens_per_sec)
+        .def_prop_ro("decode_tokens_per_sec", &akunu::GenerationStats::decode_tokens_per_sec)
+        .def("__repr__", [](const akunu::GenerationStats &s) {
+            char buf[256];
+            std::snprintf(buf, sizeof(buf),
+                          "GenerationStats(prompt_tokens=%d, generated_tokens=%d, prefill_ms=%.1f, decode_ms=%.1f, "
+                          "prefill_tokens_per_sec=%.1f, decode_tokens_per_sec=%.1f)",
+                          s.prompt_tokens, s.generated_tokens, s.prefill_ms, s.decode_ms, s.prefill_tokens_per_sec(),
+                          s.decode_tokens_per_sec());
+            return std::string(buf);
+        });
+
+    nb::class_<PyModel>(m, "Model", "A loaded model (token-level core; see akunu.Model for the text API).")
+        .def(
+            "__init__",
+            [](PyModel *self, const std::string &path, const std::string &backend, int context_length, int threads) {
+                akunu::LoadOptions opt;
+                opt.backend = backend;
+                opt.context_length = context_length;
+                opt.threads = threads;
+                new (self) PyModel{Model::load(path, opt)};
+            },
+            nb::arg("path"), nb::arg("backend") = "auto", nb::arg("context_length") = 0, nb::arg("threads") = 0,
+            nb::call_guard<nb::gil_scoped_release>())
+        .def("close", [](PyModel &s) { s.model.reset(); }, "Free the model's memory now.")
+        .def_prop_ro("config", [](PyModel &s) { return config_dict(s.get()); })
+        .def_prop_ro("backend", [](PyModel &s) { return std::string(s.get().device().backend_name()); })
+        .def_prop_ro("device_name", [](PyModel &s) { return s.get().device().name(); })
+        .def_prop_ro("context_length", [](PyModel &s) { return s.get().context_length(); })
+        .def_prop_ro("position", [](PyModel &s) { return s.get().position(); }, "Tokens in the KV cache.")
+        .def_prop_ro("tokenizer", [](PyModel &s) { return make_py_tokenizer(std::const_pointer_cast<akunu::Tokenizer>(s.get().tokenizer())); })
+        .def_prop_ro("chat_template", [](PyModel &s) { return s.get().chat_template(); })
+        .def_prop_ro("dispatch_table", [](PyModel &s) { return table_list(s.get().decode_table()); },
+                     "The decode dispatch table: one dict (label, kernel, patch, units) per command.")
+        .def_prop_ro("table_builds", [](PyModel &s) { return s.get().table_builds(); })
+        .def_prop_ro("kv_cache_bytes", [](PyModel &s) { return s.get().kv_cache_bytes(); })
+        .def_prop_ro("stats", [](PyModel &s) { return s.get().stats(); })
+        .def("reset", [](PyModel &s) { s.get().reset(); }, "Empty the KV cache.")
+        .def(
+            "prefill", [](PyModel &s, const std::vector<int64_t> &tokens) { return s.get().prefill(to_ids(tokens)); },
+            nb::arg("tokens"), nb::call_guard<nb::gil_scoped_release>(),
+            "Run tokens at the current position; returns the argmax next token.")
+        .def(
+            "decode_step", [](PyModel &s, int64_t token) { return s.get().decode_step(to_ids({token})[0]); },
+            nb::arg("token"), nb::call_guard<nb::gil_scoped_release>(),
+            "Feed one token through the dispatch table; returns the argmax next token.")
+        .def(
+            "chain_decode",
+            [](PyModel &s, int64_t token, int count) { return s.get().chain_decode(to_ids({token})[0], count); },
+            nb::arg("token"), nb::arg("count"), nb::call_guard<nb::gil_scoped_release>(),
+            "Greedy-decode `count` tokens in chained replays, starting by feeding `token`.")
+        .def(
+            "logits",
+            [](PyModel &s, const std::vector<int64_t> &tokens) {
+                std::vector<float> *data;
+                size_t vocab;
+                {
+                    nb::gil_scoped_release release;
+                    data = new std::vector<float>(s.get().evaluate_logits(to_ids(tokens)));
+                    vocab = s.get().config().vocab_size;
+                }
+                nb::capsule owner(data, [](void *p) noexcept { delete static_cast<std::vector<float> *>(p); });
+                return nb::ndarray<nb::numpy, float, nb::ndim<2>>(data->data(), {tokens.size(), vocab}, owner);
+            },
+            nb::arg("tokens"),
+            "Teacher-forced logits for every position, from a fresh cache: float32 array [len(tokens), vocab].")
+        .def(
+            "_begin",
+            [](PyModel &s, const std::vector<int64_t> &prompt, int max_tokens, float temperature, int top_k, float top_p,
+               float min_p, float repeat_penalty, nb::object seed) {
+                akunu::SamplingConfig cfg;
+                cfg.temperature = temperature;
+                cfg.top_k = top_k;
+                cfg.top_p = top_p;
+                cfg.min_p = min_p;
+                cfg.repeat_penalty = repeat_penalty;
+                cfg.seed = seed.is_none() ? std::random_device{}() : nb::cast<uint64_t>(seed);
+                std::vector<int32_t> ids = to_ids(prompt);
+                nb::gil_scoped_release release;
+                s.get().begin_generation(ids, max_tokens, cfg);
+            },
+            nb::arg("prompt"), nb::arg("max_tokens"), nb::arg("temperature"), nb::arg("top_k"), nb::arg("top_p"),
+            nb::arg("min_p"), nb::arg("repeat_penalty"), nb::arg("seed").none())
+        .def("_next_tokens", [](PyModel &s) { return s.get().next_tokens(); }, nb::call_guard<nb::gil_scoped_release>())
+        .def_prop_ro("finish_reason", [](PyModel &s) { return s.get().finish_reason(); })
+        .def_prop_ro("tensors", [](PyModel &s) {
+            nb::list out;
+            for (const akunu::TensorView &t : s.get().weights().all_tensors()) {
+                nb::list dims;
+                for (uint64_t d : t.dims) dims.append(d);
+                out.append(nb::make_tuple(t.file_name, std::string(akunu::dtype_name(t.dtype)), dims, t.n_bytes));
+            }
+            return out;
+        });
+}

@@ -1,0 +1,15 @@
+// The akunu._core extension: one bind_* function per API area, each in its own file.
+#include <nanobind/nanobind.h>
+
+namespace nb = nanobind;
+
+void bind_errors(nb::module_ &m);
+void bind_tokenizer(nb::module_ &m);
+void bind_model(nb::module_ &m);
+
+NB_MODULE(_core, m) {
+    m.doc() = "akunu native core: models, tokenizers and the dispatch-table engine";
+    bind_errors(m);
+    bind_tokenizer(m);
+    bind_model(m);
+}

@@ -1,0 +1,73 @@
+// WeightProvider: the one place that knows how a file names its tensors and hyper-parameters.
+// Everything above it asks for canonical names ("layers.3.attention.q") and a ModelConfig.
+// Today: GGUF (mmap, zero copy). SafeTensors/MLX plug in behind the same interface.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/model_config.h"
+
+namespace akunu {
+
+class GGUFFile;
+
+struct TensorView {
+    std::string file_name;          // the name inside the file, for error messages
+    DType dtype;
+    std::vector<uint64_t> dims;     // innermost first: a [N, K] matrix has dims {K, N}
+    const uint8_t *data = nullptr;  // mapped, read-only
+    size_t n_bytes = 0;
+};
+
+class WeightProvider {
+public:
+    // Opens the model file; throws ModelFormatError / UnsupportedError naming the problem.
+    static std::unique_ptr<WeightProvider> open(const std::string &path);
+    ~WeightProvider();
+
+    const std::string &format() const { return format_; }  // "gguf"
+    const ModelConfig &config() const { return config_; }
+    const GGUFFile &gguf() const { return *gguf_; }
+
+    bool has(const std::string &canonical) const;
+    // Throws ModelFormatError if the tensor is missing.
+    const TensorView &get(const std::string &canonical) const;
+    // A small tensor (norm weights, rope factors) converted to F32.
+    std::vector<float> get_f32(const std::string &canonical) const;
+
+    // Every tensor of the file, for `akunu inspect`.
+    std::vector<TensorView> all_tensors() const;
+
+private:
+    WeightProvider() = default;
+    void read_config();
+    void check_shapes() const;
+    std::string format_;
+    std::unique_ptr<GGUFFile> gguf_;
+    ModelConfig config_;
+    std::map<std::string, TensorView> tensors_;  // canonical name -> view
+};
+
+// Canonical tensor names, in one place.
+namespace tensor_names {
+std::string layer(int l, const char *suffix);  // "layers.3." + suffix
+constexpr const char *kTokenEmbedding = "token_embedding";
+constexpr const char *kOutputNorm = "output_norm";
+constexpr const char *kOutput = "output";
+constexpr const char *kRopeFreqs = "rope_freqs";
+constexpr const char *kAttentionNorm = "attention_norm";
+constexpr const char *kQ = "attention.q";
+constexpr const char *kK = "attention.k";
+constexpr const char *kV = "attention.v";
+constexpr const char *kO = "attention.o";
+constexpr const char *kFFNNorm = "ffn_norm";
+constexpr const char *kGate = "ffn.gate";
+constexpr const char *kUp = "ffn.up";
+constexpr const char *kDown = "ffn.down";
+}  // namespace tensor_names
+
+}  // namespace akunu

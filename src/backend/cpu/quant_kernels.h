@@ -1,6 +1,7 @@
 // CPU row kernels for every weight dtype: dequantize a row, quantize activations, and the
 // dot-product "GEMM over a range of weight rows" that both decode (M = 1) and prefill (M = S) use.
-// Vectorized for the build target (AVX2+FMA+F16C, AVX-512, NEON) with a scalar fallback.
+// Vectorized for AVX2+FMA+F16C (also what AVX-512 machines run); everything else, NEON included for
+// now, takes the scalar fallback. -DAKUNU_FORCE_SCALAR forces the fallback (for testing).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -21,7 +22,8 @@ float bf16_to_f32(uint16_t h);
 void dequantize_row(DType t, const void *src, float *dst, int64_t k);
 
 // Activation quantization for the integer dot products: k floats -> k/32 BlockQ8Act.
-// d = max|x| / 127, q = round(x / d), sum = d * sum(q).
+// llama.cpp's reference q8_0 rule in float32: d = max|x| / 127, q = roundf(x * (1 / d)) (ties away
+// from zero; d = 0 gives q = 0), sum = d * sum(q). SIMD and scalar produce identical bytes.
 void quantize_row_act(const float *x, BlockQ8Act *dst, int64_t k);
 
 // What the dot product of a dtype wants as its activation row.

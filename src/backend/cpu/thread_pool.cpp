@@ -17,6 +17,16 @@ namespace {
 // About a millisecond of spinning before a worker goes to sleep: longer than any gap between two
 // commands of a replay, far shorter than a user's pause between calls.
 constexpr int kSpinIterations = 30000;
+
+// Spin politely: every few dozen pauses give the core away, so that when more threads want to
+// run than there are cores (another process, an oversubscribed CI box) the thread we are waiting
+// for gets scheduled instead of us burning its time slice.
+inline void spin_pause(int iteration) {
+    if ((iteration & 63) == 63)
+        std::this_thread::yield();
+    else
+        AKUNU_CPU_RELAX();
+}
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads) {
@@ -61,17 +71,14 @@ void ThreadPool::run(Task task, const void *ctx, int64_t n_units) {
         wake_.notify_all();
     }
     work_on_current_job();
-    while (busy_workers_.load(std::memory_order_acquire) > 0) AKUNU_CPU_RELAX();
+    for (int i = 0; busy_workers_.load(std::memory_order_acquire) > 0; ++i) spin_pause(i);
 }
 
 void ThreadPool::worker_loop() {
     uint64_t seen = generation_.load();
     for (;;) {
         int spins = 0;
-        while (generation_.load(std::memory_order_acquire) == seen && spins < kSpinIterations) {
-            AKUNU_CPU_RELAX();
-            ++spins;
-        }
+        while (generation_.load(std::memory_order_acquire) == seen && spins < kSpinIterations) spin_pause(spins++);
         if (generation_.load(std::memory_order_acquire) == seen) {
             // Announce the sleep before the final check so run() cannot miss us (see run()).
             sleepers_.fetch_add(1, std::memory_order_seq_cst);

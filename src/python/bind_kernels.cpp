@@ -1,0 +1,112 @@
+// Test hooks for the CPU row kernels (src/backend/cpu/quant_kernels.h): dequantize a raw GGUF row
+// and run gemm_rows on raw weight bytes. Underscored: for tests/test_quant_kernels.py, not users.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/quant_kernels.h"
+#include "core/dtype.h"
+
+namespace nb = nanobind;
+using akunu::DType;
+
+namespace {
+
+// A dtype the CPU kernels run, looked up by GGML name, with its layout facts.
+struct KernelDType {
+    DType type;
+    const akunu::DTypeInfo *info;
+};
+
+KernelDType kernel_dtype(const std::string &name) {
+    DType t;
+    if (!akunu::cpu::dtype_from_name(name, &t) || !akunu::cpu::cpu_supports_dtype(t))
+        throw nb::value_error(("unknown or unsupported weight dtype '" + name + "'").c_str());
+    const akunu::DTypeInfo *info = akunu::dtype_info(static_cast<uint32_t>(t));
+    if (!info) throw nb::value_error(("no layout for dtype '" + name + "'").c_str());
+    return {t, info};
+}
+
+void check_row_length(const KernelDType &d, int64_t n, const char *what) {
+    if (n <= 0 || n % d.info->block_size != 0)
+        throw nb::value_error((std::string(what) + " must be a positive multiple of " + std::to_string(d.info->block_size) +
+                               " for " + d.info->name + ", got " + std::to_string(n))
+                                  .c_str());
+}
+
+template <class T> nb::capsule owner_of(std::vector<T> *v) {
+    return nb::capsule(v, [](void *p) noexcept { delete static_cast<std::vector<T> *>(p); });
+}
+
+using FloatMatrix = nb::ndarray<const float, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
+
+}  // namespace
+
+void bind_kernels(nb::module_ &m) {
+    m.def(
+        "_dequantize",
+        [](const std::string &dtype_name, nb::bytes raw, int64_t n) {
+            const KernelDType d = kernel_dtype(dtype_name);
+            check_row_length(d, n, "n");
+            const size_t expected = akunu::row_bytes(*d.info, (uint64_t)n);
+            if (raw.size() != expected)
+                throw nb::value_error(("raw holds " + std::to_string(raw.size()) + " bytes; " + std::to_string(n) +
+                                       " elements of " + d.info->name + " need " + std::to_string(expected))
+                                          .c_str());
+            auto *out = new std::vector<float>((size_t)n);
+            {
+                nb::gil_scoped_release release;
+                akunu::cpu::dequantize_row(d.type, raw.c_str(), out->data(), n);
+            }
+            return nb::ndarray<nb::numpy, float, nb::ndim<1>>(out->data(), {(size_t)n}, owner_of(out));
+        },
+        nb::arg("dtype_name"), nb::arg("raw"), nb::arg("n"),
+        "Dequantize n elements of raw GGUF data of the named dtype into a float32 array.");
+
+    m.def(
+        "_gemm",
+        [](const std::string &dtype_name, nb::bytes w_raw, int64_t n_rows, int64_t k, FloatMatrix x) {
+            const KernelDType d = kernel_dtype(dtype_name);
+            check_row_length(d, k, "k");
+            if (n_rows <= 0) throw nb::value_error("n_rows must be positive");
+            if ((int64_t)x.shape(1) != k)
+                throw nb::value_error(("x has " + std::to_string(x.shape(1)) + " columns, expected k = " + std::to_string(k)).c_str());
+            const size_t w_row_bytes = akunu::row_bytes(*d.info, (uint64_t)k);
+            if (w_raw.size() != w_row_bytes * (size_t)n_rows)
+                throw nb::value_error(("w_raw holds " + std::to_string(w_raw.size()) + " bytes; " + std::to_string(n_rows) +
+                                       " rows of " + std::to_string(k) + " " + d.info->name + " need " +
+                                       std::to_string(w_row_bytes * (size_t)n_rows))
+                                          .c_str());
+            const int64_t M = (int64_t)x.shape(0);
+            auto *y = new std::vector<float>((size_t)(M * n_rows));
+            {
+                nb::gil_scoped_release release;
+                // Activations in the format the dot product wants (Q8Act rows for quantized weights).
+                std::vector<akunu::BlockQ8Act> x_q8;
+                const uint8_t *x_rows = reinterpret_cast<const uint8_t *>(x.data());
+                size_t x_row_bytes = (size_t)k * sizeof(float);
+                if (akunu::cpu::act_format_for(d.type) == akunu::cpu::ActFormat::Q8Act) {
+                    const int64_t blocks_per_row = k / akunu::QK_ACT;
+                    x_q8.resize((size_t)(M * blocks_per_row));
+                    for (int64_t r = 0; r < M; ++r)
+                        akunu::cpu::quantize_row_act(x.data() + r * k, x_q8.data() + r * blocks_per_row, k);
+                    x_rows = reinterpret_cast<const uint8_t *>(x_q8.data());
+                    x_row_bytes = (size_t)blocks_per_row * sizeof(akunu::BlockQ8Act);
+                }
+                akunu::cpu::GemmArgs args{d.type,      reinterpret_cast<const uint8_t *>(w_raw.c_str()),
+                                          w_row_bytes, x_rows,
+                                          x_row_bytes, y->data(),
+                                          (size_t)n_rows, k,
+                                          M,           false};
+                if (M > 0) akunu::cpu::gemm_rows(args, 0, n_rows);
+            }
+            return nb::ndarray<nb::numpy, float, nb::ndim<2>>(y->data(), {(size_t)M, (size_t)n_rows}, owner_of(y));
+        },
+        nb::arg("dtype_name"), nb::arg("w_raw"), nb::arg("n_rows"), nb::arg("k"), nb::arg("x"),
+        "y[M, N] = x[M, K] @ W[N, K]^T with W given as raw GGUF rows of the named dtype. x is float32; for "
+        "quantized weights it is quantized per row with quantize_row_act first, as the engine does.");
+}

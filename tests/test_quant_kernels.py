@@ -1,0 +1,178 @@
+"""CPU row kernels (src/backend/cpu/quant_kernels.cpp) against gguf-py and a float64 numpy reference.
+
+Goes through the test hooks in src/python/bind_kernels.cpp:
+  _core._dequantize(dtype_name, raw: bytes, n) -> float32[n]
+  _core._gemm(dtype_name, w_raw: bytes, n_rows, k, x: float32[M, K]) -> float32[M, N]
+"""
+
+import numpy as np
+import pytest
+
+import gguf
+
+from akunu import _core
+
+QT = gguf.GGMLQuantizationType
+DTYPES = ["F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1"]
+QUANTIZED = {"Q8_0", "Q4_0", "Q4_1"}  # these take Q8 activations
+BLOCK = {"F32": (1, 4), "F16": (1, 2), "BF16": (1, 2), "Q8_0": (32, 34), "Q4_0": (32, 18), "Q4_1": (32, 20)}
+
+# fp16 scale values worth hitting: zeros of both signs, inf, quiet/signalling NaN, subnormals, extremes.
+SPECIAL_FP16 = np.array(
+    [0x0000, 0x8000, 0x7C00, 0xFC00, 0x7E00, 0x7C01, 0xFD55, 0x0001, 0x8001, 0x03FF, 0x7BFF, 0xFBFF, 0x3C00, 0x0400],
+    dtype=np.uint16,
+)
+
+
+def fp16_scales(rng, n):
+    bits = rng.integers(0, 65536, n, dtype=np.uint16)
+    special = rng.random(n) < 0.3
+    bits[special] = rng.choice(SPECIAL_FP16, special.sum())
+    return bits
+
+
+def random_raw(rng, name, n_blocks):
+    """Random bytes in the dtype's layout, with scales drawn to include the special values."""
+    block_size, type_size = BLOCK[name]
+    raw = rng.integers(0, 256, (n_blocks, type_size), dtype=np.uint8)
+    if name in ("Q8_0", "Q4_0"):
+        raw[:, 0:2] = fp16_scales(rng, n_blocks).view(np.uint8).reshape(-1, 2)
+    elif name == "Q4_1":
+        raw[:, 0:4] = fp16_scales(rng, 2 * n_blocks).view(np.uint8).reshape(-1, 4)
+    elif name == "F16":
+        raw = fp16_scales(rng, n_blocks).view(np.uint8).reshape(n_blocks, 2)
+    return raw.reshape(-1)
+
+
+def gguf_dequantize(name, raw):
+    with np.errstate(invalid="ignore", over="ignore"):  # NaN/inf scales are part of the tests
+        return np.asarray(gguf.quants.dequantize(raw, QT[name]), dtype=np.float32).reshape(-1)
+
+
+def assert_bits_equal(got, ref, exact_nan):
+    got_bits, ref_bits = got.view(np.uint32), ref.view(np.uint32)
+    if exact_nan:  # a pure bit conversion: NaN payloads are determined
+        mismatch = np.nonzero(got_bits != ref_bits)[0]
+    else:  # NaN payloads of arithmetic results follow the CPU's NaN rules: only NaN-ness must agree
+        ref_nan = np.isnan(ref)
+        mismatch = np.nonzero((got_bits != ref_bits) & ~(ref_nan & np.isnan(got)))[0]
+    assert mismatch.size == 0, (
+        f"{mismatch.size} of {got.size} values differ, e.g. "
+        + ", ".join(f"[{i}] {got_bits[i]:#010x} != {ref_bits[i]:#010x}" for i in mismatch[:5])
+    )
+
+
+@pytest.mark.parametrize("name", DTYPES)
+@pytest.mark.parametrize("n_blocks", [1, 7, 64, 1000])
+def test_dequantize_random_blocks_bit_exact(name, n_blocks):
+    rng = np.random.default_rng(1234 + n_blocks)
+    raw = random_raw(rng, name, n_blocks)
+    n = n_blocks * BLOCK[name][0]
+    got = np.asarray(_core._dequantize(name, raw.tobytes(), n))
+    assert got.dtype == np.float32 and got.shape == (n,)
+    assert_bits_equal(got, gguf_dequantize(name, raw), exact_nan=name in ("F32", "F16", "BF16"))
+
+
+def test_dequantize_every_half_and_bf16():
+    every = np.arange(65536, dtype=np.uint16)
+    got = np.asarray(_core._dequantize("F16", every.tobytes(), 65536))
+    assert_bits_equal(got, every.view(np.float16).astype(np.float32), exact_nan=True)
+    got = np.asarray(_core._dequantize("BF16", every.tobytes(), 65536))
+    assert np.array_equal(got.view(np.uint32), every.astype(np.uint32) << 16)
+
+
+@pytest.mark.parametrize("name", [d for d in DTYPES if d != "F32"])
+@pytest.mark.parametrize("scale", [1e-3, 1.0, 300.0])
+def test_dequantize_gguf_quantized_data(name, scale):
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal((4, 1024)) * scale).astype(np.float32)
+    raw = np.asarray(gguf.quants.quantize(x, QT[name])).reshape(-1)
+    got = np.asarray(_core._dequantize(name, raw.tobytes(), x.size))
+    assert_bits_equal(got, gguf_dequantize(name, raw), exact_nan=True)
+
+
+def quantize_act_reference(x):
+    """The engine's activation rule per 32-block: d = amax/127, q = roundf(x * (1/d)) (ties away
+    from zero), evaluated in float32 exactly as the C++ does. Returns the dequantized values q*d."""
+    blocks = np.ascontiguousarray(x, dtype=np.float32).reshape(-1, 32)
+    d = (np.abs(blocks).max(axis=1, keepdims=True) / np.float32(127)).astype(np.float32)
+    with np.errstate(divide="ignore"):
+        inv_d = np.where(d == 0, np.float32(0), np.float32(1) / d).astype(np.float32)
+    t = (blocks * inv_d).astype(np.float32)
+    trunc = np.trunc(t)
+    q = np.clip(trunc + np.where(np.abs(t - trunc) >= 0.5, np.sign(t), 0), -127, 127)
+    return (q.astype(np.float64) * d.astype(np.float64)).reshape(x.shape)
+
+
+def random_weights(rng, name, n_rows, k):
+    w = (rng.standard_normal((n_rows, k)) * rng.uniform(0.5, 2.0, (n_rows, 1))).astype(np.float32)
+    if name == "F32":
+        return w.reshape(-1).view(np.uint8)
+    if name == "F16":
+        return w.astype(np.float16).reshape(-1).view(np.uint8)
+    return np.asarray(gguf.quants.quantize(w, QT[name])).reshape(-1)
+
+
+@pytest.mark.parametrize("name", DTYPES)
+@pytest.mark.parametrize("k", [32, 64, 576, 1536])
+@pytest.mark.parametrize("m", [1, 2, 3, 5, 17, 64])
+def test_gemm_matches_float64_reference(name, k, m):
+    rng = np.random.default_rng(k * 100 + m)
+    n_rows = int(rng.choice([1, 3, 5, 7, 13, 31]))
+    w_raw = random_weights(rng, name, n_rows, k)
+    x = (rng.standard_normal((m, k)) * rng.uniform(0.1, 3.0, (m, 1))).astype(np.float32)
+
+    y = np.asarray(_core._gemm(name, w_raw.tobytes(), n_rows, k, x))
+    assert y.dtype == np.float32 and y.shape == (m, n_rows)
+
+    w = gguf_dequantize(name, w_raw).astype(np.float64).reshape(n_rows, k)
+    xd = quantize_act_reference(x) if name in QUANTIZED else x.astype(np.float64)
+    ref = xd @ w.T
+    # Only float32 accumulation error is allowed: relative to the sum of |products|.
+    scale = np.abs(xd) @ np.abs(w).T
+    err = np.abs(y - ref) / (scale + 1e-30)
+    assert err.max() < 1e-5, f"max relative error {err.max():.3g}"
+
+
+def test_gemm_odd_k_float_tail():
+    # Float weights take any K; 67 exercises the non-multiple-of-8 tail.
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((5, 67)).astype(np.float32)
+    x = rng.standard_normal((3, 67)).astype(np.float32)
+    for name, raw in [("F32", w.tobytes()), ("F16", w.astype(np.float16).tobytes())]:
+        y = np.asarray(_core._gemm(name, raw, 5, 67, x))
+        ref = x.astype(np.float64) @ gguf_dequantize(name, np.frombuffer(raw, np.uint8)).astype(np.float64).reshape(5, 67).T
+        np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_gemm_activation_rounding_ties_away_from_zero():
+    # amax = 127 makes d = 1 exactly, so x = 0.5, 2.5, ... are exact ties for the activation
+    # quantizer: roundf gives 1 + 3 + 5 - 7 = 2, round-half-to-even would give 0 + 2 + 4 - 6 = 0.
+    k = 32
+    x = np.zeros((1, k), np.float32)
+    x[0, 0] = 127.0
+    x[0, 1:5] = [0.5, 2.5, 4.5, -6.5]
+    w = np.zeros((1, k), np.float32)
+    w[0, 1:5] = 1.0
+    w_raw = np.asarray(gguf.quants.quantize(w, QT.Q8_0)).reshape(-1)
+    y = np.asarray(_core._gemm("Q8_0", w_raw.tobytes(), 1, k, x))
+    w_one = float(gguf_dequantize("Q8_0", w_raw)[1])  # 127 * fp16(1/127), not exactly 1
+    assert y[0, 0] == pytest.approx(2 * w_one, rel=1e-6)
+
+
+def test_bad_arguments_raise_value_error():
+    x = np.zeros((1, 32), np.float32)
+    with pytest.raises(ValueError):
+        _core._dequantize("Q5_K", bytes(176), 256)  # a dtype the CPU kernels do not run
+    with pytest.raises(ValueError):
+        _core._dequantize("nope", bytes(4), 1)
+    with pytest.raises(ValueError):
+        _core._dequantize("Q4_0", bytes(17), 32)  # one byte short
+    with pytest.raises(ValueError):
+        _core._dequantize("Q4_0", bytes(18), 31)  # not a whole block
+    with pytest.raises(ValueError):
+        _core._gemm("Q8_0", bytes(34), 2, 32, x)  # two rows need 68 bytes
+    with pytest.raises(ValueError):
+        _core._gemm("Q8_0", bytes(68), 2, 64, x)  # x has 32 columns, k says 64
+    with pytest.raises(ValueError):
+        _core._gemm("Q4_1", bytes(40), 1, 48, np.zeros((1, 48), np.float32))  # k not a block multiple

@@ -14,7 +14,7 @@ from akunu import _core
 
 QT = gguf.GGMLQuantizationType
 DTYPES = ["F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1"]
-QUANTIZED = {"Q8_0", "Q4_0", "Q4_1"}  # these take Q8 activations
+QUANTIZED = {"Q8_0", "Q4_0", "Q4_1"}  # these take int16 (Q16Act) activations
 BLOCK = {"F32": (1, 4), "F16": (1, 2), "BF16": (1, 2), "Q8_0": (32, 34), "Q4_0": (32, 18), "Q4_1": (32, 20)}
 
 # fp16 scale values worth hitting: zeros of both signs, inf, quiet/signalling NaN, subnormals, extremes.
@@ -92,15 +92,15 @@ def test_dequantize_gguf_quantized_data(name, scale):
 
 
 def quantize_act_reference(x):
-    """The engine's activation rule per 32-block: d = amax/127, q = roundf(x * (1/d)) (ties away
-    from zero), evaluated in float32 exactly as the C++ does. Returns the dequantized values q*d."""
+    """The engine's activation rule per 32-block: d = amax/32767, q = roundf(x * (1/d)) (ties away
+    from zero), int16, evaluated in float32 exactly as the C++ does. Returns the dequantized values q*d."""
     blocks = np.ascontiguousarray(x, dtype=np.float32).reshape(-1, 32)
-    d = (np.abs(blocks).max(axis=1, keepdims=True) / np.float32(127)).astype(np.float32)
+    d = (np.abs(blocks).max(axis=1, keepdims=True) / np.float32(32767)).astype(np.float32)
     with np.errstate(divide="ignore"):
         inv_d = np.where(d == 0, np.float32(0), np.float32(1) / d).astype(np.float32)
     t = (blocks * inv_d).astype(np.float32)
     trunc = np.trunc(t)
-    q = np.clip(trunc + np.where(np.abs(t - trunc) >= 0.5, np.sign(t), 0), -127, 127)
+    q = np.clip(trunc + np.where(np.abs(t - trunc) >= 0.5, np.sign(t), 0), -32767, 32767)
     return (q.astype(np.float64) * d.astype(np.float64)).reshape(x.shape)
 
 
@@ -146,11 +146,11 @@ def test_gemm_odd_k_float_tail():
 
 
 def test_gemm_activation_rounding_ties_away_from_zero():
-    # amax = 127 makes d = 1 exactly, so x = 0.5, 2.5, ... are exact ties for the activation
+    # amax = 32767 makes d = 1 exactly, so x = 0.5, 2.5, ... are exact ties for the activation
     # quantizer: roundf gives 1 + 3 + 5 - 7 = 2, round-half-to-even would give 0 + 2 + 4 - 6 = 0.
     k = 32
     x = np.zeros((1, k), np.float32)
-    x[0, 0] = 127.0
+    x[0, 0] = 32767.0
     x[0, 1:5] = [0.5, 2.5, 4.5, -6.5]
     w = np.zeros((1, k), np.float32)
     w[0, 1:5] = 1.0

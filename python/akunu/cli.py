@@ -67,22 +67,23 @@ def cmd_inspect(args) -> int:
 
     model = _load(args)
     c = model.config
-    print(f"file:          {model.path}")
+    width = 24
+    print(f"{'file:':<{width}}{model.path}")
     for key in ("architecture", "name", "dim", "n_layers", "n_heads", "n_kv_heads", "head_dim", "ffn_dim", "vocab_size",
                 "trained_context_length", "context_length", "rope_theta", "norm_eps", "tie_embeddings"):
-        print(f"{key + ':':<15}{c[key]}")
+        print(f"{key + ':':<{width}}{c[key]}")
     tok = model.tokenizer
-    print(f"{'tokenizer:':<15}{tok.model} (pre: {tok.pre}), {tok.vocab_size} tokens, bos={tok.bos_id}, eos={tok.eos_id}")
+    print(f"{'tokenizer:':<{width}}{tok.model} (pre: {tok.pre}), {tok.vocab_size} tokens, bos={tok.bos_id}, eos={tok.eos_id}")
     tensors = model.tensors
     by_type = Counter(t[1] for t in tensors)
     total = sum(t[3] for t in tensors)
-    print(f"{'tensors:':<15}{len(tensors)} ({', '.join(f'{n} {k}' for k, n in by_type.most_common())}), "
+    print(f"{'tensors:':<{width}}{len(tensors)} ({', '.join(f'{n} {k}' for k, n in by_type.most_common())}), "
           f"{total / 1e6:.1f} MB")
-    print(f"{'backend:':<15}{model.backend} — {model.device_name}")
-    print(f"{'kv cache:':<15}{model.kv_cache_bytes / 1e6:.1f} MB")
+    print(f"{'backend:':<{width}}{model.backend} — {model.device_name}")
+    print(f"{'kv cache:':<{width}}{model.kv_cache_bytes / 1e6:.1f} MB")
     table = model.dispatch_table
     kernels = Counter(cmd["kernel"] for cmd in table)
-    print(f"{'dispatch table:':<15}{len(table)} commands per token: " + ", ".join(f"{k} x{n}" for k, n in kernels.most_common()))
+    print(f"{'dispatch table:':<{width}}{len(table)} commands per token: " + ", ".join(f"{k} x{n}" for k, n in kernels.most_common()))
     if args.tensors:
         for name, dtype, dims, nbytes in tensors:
             print(f"  {name:<40} {dtype:<6} {str(dims):<20} {nbytes:>12}")

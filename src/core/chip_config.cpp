@@ -10,9 +10,9 @@ ChipConfig ChipConfig::for_cpu(int threads, size_t llc_bytes) {
     c.last_level_cache = llc_bytes;
     // On a CPU a multi-matrix GEMM saves a thread-pool barrier per fused matrix; no copy needed.
     c.should_fuse_weights = true;
-    // A CPU replay has no submission cost to amortize, so the chunk only trades Python-side
-    // overhead against streaming latency: 16 tokens is a few hundred ms on small models.
-    c.chain_decode_chunk = 16;
+    // A CPU replay has no submission cost to amortize, so the chunk only trades per-call
+    // overhead against streaming latency and the work wasted after an end-of-generation token.
+    c.chain_decode_chunk = 8;
     c.max_prefill_chunk = 512;
     c.max_logits_rows = 64;
     // Enough units that the dynamic scheduler can balance threads, few enough that the per-unit

@@ -32,13 +32,20 @@ struct BlockQ8_0 {
 };
 static_assert(sizeof(BlockQ8_0) == 34, "Q8_0 block is 34 bytes");
 
-// Activation block used by the integer dot products (never stored on disk):
-// value = q * d, and sum = d * sum(q) so that Q4_1's offset term costs one multiply per block.
-struct BlockQ8Act {
+// Activation block used by the integer dot products (never stored on disk): 32 activations as
+// int16, value = q * d with d = max|x| / 32767, and sum = d * sum(q) so that Q4_1's offset term
+// costs one multiply per block. (int8 activations cost too much accuracy end to end.)
+// Element order inside qs is the one the AVX2 dots unpack weights into without lane crossing:
+//   qs[0..7] = x[0, 2, .., 14], qs[8..15] = x[16, 18, .., 30],
+//   qs[16..23] = x[1, 3, .., 15], qs[24..31] = x[17, 19, .., 31]
+// i.e. element e lives at act_q16_pos(e). Only quantize_row_act and the dots depend on it.
+struct BlockQ16Act {
     float d;
     float sum;
-    int8_t qs[QK_ACT];
+    int16_t qs[QK_ACT];
 };
-static_assert(sizeof(BlockQ8Act) == 40, "activation block is 40 bytes");
+static_assert(sizeof(BlockQ16Act) == 72, "activation block is 72 bytes");
+
+constexpr int act_q16_pos(int e) { return (e & 1) * 16 + (e >> 4) * 8 + ((e & 15) >> 1); }
 
 }  // namespace akunu

@@ -99,6 +99,7 @@ std::vector<int32_t> Model::next_tokens() {
     const bool plain_greedy = gen_.sampling.greedy() && gen_.sampling.repeat_penalty == 1.f;
     std::vector<int32_t> produced = plain_greedy ? decode_greedy_chunk(n) : decode_sampled_chunk(n);
     stats_.decode_ms += ms_since(t0);
+    stats_.decode_steps += (int)produced.size();
     for (int32_t t : produced) {
         if (tokenizer_->is_eog(t)) {
             finish("stop");

@@ -32,14 +32,12 @@ struct LoadOptions {
 
 struct GenerationStats {
     int prompt_tokens = 0;
-    int generated_tokens = 0;
+    int generated_tokens = 0;  // returned to the caller (end-of-generation tokens excluded)
+    int decode_steps = 0;      // tokens run through the decode table (a chain may run past the end)
     double prefill_ms = 0;
     double decode_ms = 0;
     double prefill_tokens_per_sec() const { return prefill_ms > 0 ? prompt_tokens * 1000.0 / prefill_ms : 0; }
-    // The first token comes free with the prefill; the rest are decode steps.
-    double decode_tokens_per_sec() const {
-        return decode_ms > 0 && generated_tokens > 1 ? (generated_tokens - 1) * 1000.0 / decode_ms : 0;
-    }
+    double decode_tokens_per_sec() const { return decode_ms > 0 ? decode_steps * 1000.0 / decode_ms : 0; }
 };
 
 class Model {

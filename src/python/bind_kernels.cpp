@@ -85,17 +85,17 @@ void bind_kernels(nb::module_ &m) {
             auto *y = new std::vector<float>((size_t)(M * n_rows));
             {
                 nb::gil_scoped_release release;
-                // Activations in the format the dot product wants (Q8Act rows for quantized weights).
-                std::vector<akunu::BlockQ8Act> x_q8;
+                // Activations in the format the dot product wants (Q16Act rows for quantized weights).
+                std::vector<akunu::BlockQ16Act> x_q16;
                 const uint8_t *x_rows = reinterpret_cast<const uint8_t *>(x.data());
                 size_t x_row_bytes = (size_t)k * sizeof(float);
-                if (akunu::cpu::act_format_for(d.type) == akunu::cpu::ActFormat::Q8Act) {
+                if (akunu::cpu::act_format_for(d.type) == akunu::cpu::ActFormat::Q16Act) {
                     const int64_t blocks_per_row = k / akunu::QK_ACT;
-                    x_q8.resize((size_t)(M * blocks_per_row));
+                    x_q16.resize((size_t)(M * blocks_per_row));
                     for (int64_t r = 0; r < M; ++r)
-                        akunu::cpu::quantize_row_act(x.data() + r * k, x_q8.data() + r * blocks_per_row, k);
-                    x_rows = reinterpret_cast<const uint8_t *>(x_q8.data());
-                    x_row_bytes = (size_t)blocks_per_row * sizeof(akunu::BlockQ8Act);
+                        akunu::cpu::quantize_row_act(x.data() + r * k, x_q16.data() + r * blocks_per_row, k);
+                    x_rows = reinterpret_cast<const uint8_t *>(x_q16.data());
+                    x_row_bytes = (size_t)blocks_per_row * sizeof(akunu::BlockQ16Act);
                 }
                 akunu::cpu::GemmArgs args{d.type,      reinterpret_cast<const uint8_t *>(w_raw.c_str()),
                                           w_row_bytes, x_rows,

@@ -76,6 +76,7 @@ void bind_model(nb::module_ &m) {
     nb::class_<akunu::GenerationStats>(m, "GenerationStats", "Timing and token counts of the last generation.")
         .def_ro("prompt_tokens", &akunu::GenerationStats::prompt_tokens)
         .def_ro("generated_tokens", &akunu::GenerationStats::generated_tokens)
+        .def_ro("decode_steps", &akunu::GenerationStats::decode_steps)
         .def_ro("prefill_ms", &akunu::GenerationStats::prefill_ms)
         .def_ro("decode_ms", &akunu::GenerationStats::decode_ms)
         .def_prop_ro("prefill_tokens_per_sec", &akunu::GenerationStats::prefill_tokens_per_sec)

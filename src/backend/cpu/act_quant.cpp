@@ -4,12 +4,12 @@
 
 namespace akunu::cpu {
 
-// Unit = one activation row -> Q8 blocks for the integer dot products.
-void act_quant_q8_kernel(const KernelArgs &a, int64_t begin, int64_t end) {
+// Unit = one activation row -> int16 blocks (BlockQ16Act) for the integer dot products.
+void act_quant_q16_kernel(const KernelArgs &a, int64_t begin, int64_t end) {
     const ActQuantParams &p = params_of<ActQuantParams>(a);
     const float *x = reinterpret_cast<const float *>(a.buffers[0]);
     for (int64_t r = begin; r < end; ++r)
-        quantize_row_act(x + (size_t)r * p.x_stride, reinterpret_cast<BlockQ8Act *>(a.buffers[1] + (size_t)r * p.out_row_bytes),
+        quantize_row_act(x + (size_t)r * p.x_stride, reinterpret_cast<BlockQ16Act *>(a.buffers[1] + (size_t)r * p.out_row_bytes),
                          p.K);
 }
 

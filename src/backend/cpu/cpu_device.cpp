@@ -16,17 +16,17 @@ namespace akunu::cpu {
 
 namespace {
 
-size_t q8_act_row_bytes(size_t K) { return (K / QK_ACT) * sizeof(BlockQ8Act); }
+size_t q16_act_row_bytes(size_t K) { return (K / QK_ACT) * sizeof(BlockQ16Act); }
 
-// What the CPU runs for each weight dtype. Quantized weights take Q8 activations so the dot
-// products run in integer SIMD; float weights take F32 activations.
+// What the CPU runs for each weight dtype. Quantized weights take int16 activation blocks
+// (BlockQ16Act) so the dot products run in integer SIMD; float weights take F32 activations.
 const DTypeDescriptor kCpuDTypes[] = {
     {DType::F32, "gemm_f32", "embedding_f32", nullptr, nullptr},
     {DType::F16, "gemm_f16", "embedding_f16", nullptr, nullptr},
     {DType::BF16, "gemm_bf16", "embedding_bf16", nullptr, nullptr},
-    {DType::Q8_0, "gemm_q8_0", "embedding_q8_0", "quantize_act_q8", q8_act_row_bytes},
-    {DType::Q4_0, "gemm_q4_0", "embedding_q4_0", "quantize_act_q8", q8_act_row_bytes},
-    {DType::Q4_1, "gemm_q4_1", "embedding_q4_1", "quantize_act_q8", q8_act_row_bytes},
+    {DType::Q8_0, "gemm_q8_0", "embedding_q8_0", "quantize_act_q16", q16_act_row_bytes},
+    {DType::Q4_0, "gemm_q4_0", "embedding_q4_0", "quantize_act_q16", q16_act_row_bytes},
+    {DType::Q4_1, "gemm_q4_1", "embedding_q4_1", "quantize_act_q16", q16_act_row_bytes},
 };
 
 std::string cpu_model_name() {

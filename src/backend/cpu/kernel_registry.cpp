@@ -24,7 +24,7 @@ const KernelEntry kKernels[] = {
     {"gemm_q8_0", gemm_kernel<DType::Q8_0>},
     {"gemm_q4_0", gemm_kernel<DType::Q4_0>},
     {"gemm_q4_1", gemm_kernel<DType::Q4_1>},
-    {"quantize_act_q8", act_quant_q8_kernel},
+    {"quantize_act_q16", act_quant_q16_kernel},
     {"rmsnorm_f32", rmsnorm_kernel},
     {"rope_interleaved_kv_write", rope_interleaved_kv_write_kernel},
     {"rope_neox_kv_write", rope_neox_kv_write_kernel},

@@ -5,7 +5,8 @@
 //  - Q4_0 / Q4_1: 32 elements per block; qs[j] low nibble is element j, high nibble is element
 //    j + 16. So "low nibbles, then high nibbles" yields the block in element order.
 //  - Q8_0: 32 signed bytes and an fp16 scale.
-//  - Activations for the integer dots are BlockQ8Act: float d, float sum = d * Σq, int8 q[32].
+//  - Activations for the integer dots are BlockQ16Act: float d, float sum = d * Σq, int16 q[32]
+//    in the element order the weight unpacking below produces (see quant_blocks.h).
 //
 // SIMD paths are chosen at compile time: AVX2+FMA+F16C (AVX-512 machines use it too; no separate
 // AVX-512 or NEON path yet, those targets run the scalar code). AKUNU_FORCE_SCALAR disables SIMD
@@ -283,24 +284,27 @@ void dequantize_row(DType t, const void *src, float *dst, int64_t k) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Activation quantization: llama.cpp's reference q8_0 rule with a float scale.
-//   d = amax / 127, id = d ? 1/d : 0, q = roundf(x * id) (ties away from zero), sum = d * Σq.
+// Activation quantization: symmetric int16 per 32-block, float scale.
+//   d = amax / 32767, id = d ? 1/d : 0, q = roundf(x * id) (ties away from zero), sum = d * Σq.
+// q of element e is stored at qs[act_q16_pos(e)].
 // ---------------------------------------------------------------------------------------------
 
 namespace {
 
-[[maybe_unused]] AKUNU_NO_FP_CONTRACT void quantize_block_act_scalar(const float *x, BlockQ8Act *dst) {
+constexpr float kActQMax = 32767.0f;
+
+[[maybe_unused]] AKUNU_NO_FP_CONTRACT void quantize_block_act_scalar(const float *x, BlockQ16Act *dst) {
     AKUNU_NO_FP_CONTRACT_SCOPE
     float amax = 0.0f;
     for (int j = 0; j < QK_ACT; ++j) amax = std::max(amax, std::fabs(x[j]));
-    const float d = amax / 127.0f;
+    const float d = amax / kActQMax;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     int isum = 0;
     for (int j = 0; j < QK_ACT; ++j) {
         const float scaled = x[j] * id;
         // Clamp before the int conversion: guards NaN/inf inputs from UB.
-        const int q = (int)std::roundf(std::min(127.0f, std::max(-127.0f, scaled)));
-        dst->qs[j] = (int8_t)q;
+        const int q = (int)std::roundf(std::min(kActQMax, std::max(-kActQMax, scaled)));
+        dst->qs[act_q16_pos(j)] = (int16_t)q;
         isum += q;
     }
     dst->d = d;
@@ -308,7 +312,7 @@ namespace {
 }
 
 #if defined(AKUNU_CPU_AVX2)
-AKUNU_NO_FP_CONTRACT void quantize_block_act_avx2(const float *x, BlockQ8Act *dst) {
+AKUNU_NO_FP_CONTRACT void quantize_block_act_avx2(const float *x, BlockQ16Act *dst) {
     AKUNU_NO_FP_CONTRACT_SCOPE
     const __m256 sign_bit = _mm256_set1_ps(-0.0f);
     __m256 v[4];
@@ -319,7 +323,7 @@ AKUNU_NO_FP_CONTRACT void quantize_block_act_avx2(const float *x, BlockQ8Act *ds
     m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
     m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
     const float amax = _mm_cvtss_f32(m4);
-    const float d = amax / 127.0f;
+    const float d = amax / kActQMax;
     const __m256 id = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
 
     __m256i qi[4];
@@ -331,7 +335,7 @@ AKUNU_NO_FP_CONTRACT void quantize_block_act_avx2(const float *x, BlockQ8Act *ds
         const __m256 frac = _mm256_andnot_ps(sign_bit, _mm256_sub_ps(t, tr));
         const __m256 away = _mm256_or_ps(_mm256_and_ps(t, sign_bit), _mm256_set1_ps(1.0f));
         __m256 r = _mm256_add_ps(tr, _mm256_and_ps(_mm256_cmp_ps(frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ), away));
-        r = _mm256_min_ps(_mm256_max_ps(r, _mm256_set1_ps(-127.0f)), _mm256_set1_ps(127.0f));
+        r = _mm256_min_ps(_mm256_max_ps(r, _mm256_set1_ps(-kActQMax)), _mm256_set1_ps(kActQMax));
         qi[p] = _mm256_cvttps_epi32(r);
     }
     __m256i s = _mm256_add_epi32(_mm256_add_epi32(qi[0], qi[1]), _mm256_add_epi32(qi[2], qi[3]));
@@ -340,12 +344,17 @@ AKUNU_NO_FP_CONTRACT void quantize_block_act_avx2(const float *x, BlockQ8Act *ds
     s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
     const int isum = _mm_cvtsi128_si32(s4);
 
-    // packs work per 128-bit lane; the final permute restores element order.
-    const __m256i q16_01 = _mm256_packs_epi32(qi[0], qi[1]);
-    const __m256i q16_23 = _mm256_packs_epi32(qi[2], qi[3]);
-    const __m256i q8 = _mm256_packs_epi16(q16_01, q16_23);
-    const __m256i ordered = _mm256_permutevar8x32_epi32(q8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-    _mm256_storeu_si256((__m256i *)dst->qs, ordered);
+    // To int16 in element order (packs works per 128-bit lane, the permute undoes that):
+    // n0 = x[0..15], n1 = x[16..31]. Then per lane evens to the low 8 bytes, odds to the high ones,
+    // and qwords regrouped so each half holds [evens | odds] of its 16 elements.
+    const __m256i n0 = _mm256_permute4x64_epi64(_mm256_packs_epi32(qi[0], qi[1]), 0xd8);
+    const __m256i n1 = _mm256_permute4x64_epi64(_mm256_packs_epi32(qi[2], qi[3]), 0xd8);
+    const __m256i split = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15,  //
+                                           0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
+    const __m256i e0 = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(n0, split), 0xd8);  // [x0,2..14 | x1,3..15]
+    const __m256i e1 = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(n1, split), 0xd8);  // [x16..30 | x17..31]
+    _mm256_storeu_si256((__m256i *)dst->qs, _mm256_permute2x128_si256(e0, e1, 0x20));
+    _mm256_storeu_si256((__m256i *)(dst->qs + 16), _mm256_permute2x128_si256(e0, e1, 0x31));
     dst->d = d;
     dst->sum = d * (float)isum;
 }
@@ -353,7 +362,7 @@ AKUNU_NO_FP_CONTRACT void quantize_block_act_avx2(const float *x, BlockQ8Act *ds
 
 }  // namespace
 
-void quantize_row_act(const float *x, BlockQ8Act *dst, int64_t k) {
+void quantize_row_act(const float *x, BlockQ16Act *dst, int64_t k) {
     for (int64_t b = 0; b < k / QK_ACT; ++b) {
 #if defined(AKUNU_CPU_AVX2)
         quantize_block_act_avx2(x + b * QK_ACT, dst + b);
@@ -367,7 +376,7 @@ ActFormat act_format_for(DType weight_type) {
     switch (weight_type) {
         case DType::Q8_0:
         case DType::Q4_0:
-        case DType::Q4_1: return ActFormat::Q8Act;
+        case DType::Q4_1: return ActFormat::Q16Act;
         default: return ActFormat::F32;
     }
 }
@@ -445,41 +454,42 @@ float dot_float_scalar(const uint8_t *w, const float *x, int64_t begin, int64_t 
     return sum;
 }
 
-template <DType T> float dot_quant_scalar(const uint8_t *w_row, const BlockQ8Act *x, int64_t nb);
+template <DType T> float dot_quant_scalar(const uint8_t *w_row, const BlockQ16Act *x, int64_t nb);
 
-template <> [[maybe_unused]] float dot_quant_scalar<DType::Q8_0>(const uint8_t *w_row, const BlockQ8Act *x, int64_t nb) {
+// Integer block sums are exact in int32: |q_w| <= 128, |q_a| <= 32767, 32 products < 2^27.
+template <> [[maybe_unused]] float dot_quant_scalar<DType::Q8_0>(const uint8_t *w_row, const BlockQ16Act *x, int64_t nb) {
     const BlockQ8_0 *w = reinterpret_cast<const BlockQ8_0 *>(w_row);
     float sum = 0.0f;
     for (int64_t b = 0; b < nb; ++b) {
         int isum = 0;
-        for (int j = 0; j < 32; ++j) isum += w[b].qs[j] * x[b].qs[j];
+        for (int j = 0; j < 32; ++j) isum += w[b].qs[j] * x[b].qs[act_q16_pos(j)];
         sum += fp16_scale(w[b].d) * x[b].d * (float)isum;
     }
     return sum;
 }
 
-template <> [[maybe_unused]] float dot_quant_scalar<DType::Q4_0>(const uint8_t *w_row, const BlockQ8Act *x, int64_t nb) {
+template <> [[maybe_unused]] float dot_quant_scalar<DType::Q4_0>(const uint8_t *w_row, const BlockQ16Act *x, int64_t nb) {
     const BlockQ4_0 *w = reinterpret_cast<const BlockQ4_0 *>(w_row);
     float sum = 0.0f;
     for (int64_t b = 0; b < nb; ++b) {
         int isum = 0;
         for (int j = 0; j < 16; ++j) {
-            isum += ((w[b].qs[j] & 0xf) - 8) * x[b].qs[j];
-            isum += ((w[b].qs[j] >> 4) - 8) * x[b].qs[j + 16];
+            isum += ((w[b].qs[j] & 0xf) - 8) * x[b].qs[act_q16_pos(j)];
+            isum += ((w[b].qs[j] >> 4) - 8) * x[b].qs[act_q16_pos(j + 16)];
         }
         sum += fp16_scale(w[b].d) * x[b].d * (float)isum;
     }
     return sum;
 }
 
-template <> [[maybe_unused]] float dot_quant_scalar<DType::Q4_1>(const uint8_t *w_row, const BlockQ8Act *x, int64_t nb) {
+template <> [[maybe_unused]] float dot_quant_scalar<DType::Q4_1>(const uint8_t *w_row, const BlockQ16Act *x, int64_t nb) {
     const BlockQ4_1 *w = reinterpret_cast<const BlockQ4_1 *>(w_row);
     float sum = 0.0f;
     for (int64_t b = 0; b < nb; ++b) {
         int isum = 0;
         for (int j = 0; j < 16; ++j) {
-            isum += (w[b].qs[j] & 0xf) * x[b].qs[j];
-            isum += (w[b].qs[j] >> 4) * x[b].qs[j + 16];
+            isum += (w[b].qs[j] & 0xf) * x[b].qs[act_q16_pos(j)];
+            isum += (w[b].qs[j] >> 4) * x[b].qs[act_q16_pos(j + 16)];
         }
         sum += fp16_scale(w[b].d) * x[b].d * (float)isum + fp16_scale(w[b].m) * x[b].sum;
     }
@@ -500,7 +510,7 @@ template <DType T, int RN, int RM> void tile_scalar(const GemmArgs &a, const uin
             if constexpr (T == DType::F32 || T == DType::F16 || T == DType::BF16)
                 v = dot_float_scalar<T>(w_row, reinterpret_cast<const float *>(x_row), 0, a.K);
             else
-                v = dot_quant_scalar<T>(w_row, reinterpret_cast<const BlockQ8Act *>(x_row), a.K / QK_ACT);
+                v = dot_quant_scalar<T>(w_row, reinterpret_cast<const BlockQ16Act *>(x_row), a.K / QK_ACT);
             store_out(y + m * a.y_stride + r, v, a.accumulate);
         }
     }
@@ -564,22 +574,50 @@ template <DType T, int RN, int RM> void tile_float_avx2(const GemmArgs &a, const
         }
 }
 
-// Integer dots, 32 products per block, all through _mm256_maddubs_epi16 (u8 x s8 -> s16 pairs)
-// and _mm256_madd_epi16 with ones (s16 pairs -> s32):
-//  - Q8_0: both operands signed. Sign trick: |w| as the unsigned operand and a with w's sign
-//    moved onto it (_mm256_sign_epi8(a, w)): |w| * sign(w) * a = w * a. |w| <= 128 and |a| <= 127,
-//    so a pair sum is at most 2 * 128 * 127 = 32512 and maddubs never saturates.
-//  - Q4_1: the nibble (0..15) is already unsigned: maddubs(q, a) directly.
-//  - Q4_0: (q - 8) * a = q * a - 8 * a; the 8 * a term depends only on the activation block, so
-//    it is computed once per activation block and shared by all RN weight rows.
+// Weight block -> two int16 vectors in the activation block's element order (quant_blocks.h):
+// `even` holds elements (0, 2, .., 14 | 16, 18, .., 30), `odd` holds (1, 3, .., 15 | 17, .., 31).
+// Both unpackings stay inside 128-bit lanes.
+//  - Q4: the 16 nibble bytes broadcast to both lanes; per lane one 32-bit shift (0 | 4 for even,
+//    8 | 12 for odd) and a 0x000f word mask pick lo/hi nibbles of the even/odd bytes.
+//  - Q8_0: shifting each 16-bit word left then arithmetic right by 8 sign-extends its low (even)
+//    byte; an arithmetic right shift by 8 alone sign-extends the high (odd) byte.
+inline void unpack_nibbles_i16(const uint8_t *qs, __m256i &even, __m256i &odd) {
+    const __m256i both = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)qs));
+    const __m256i mask = _mm256_set1_epi16(0x000f);
+    even = _mm256_and_si256(_mm256_srlv_epi32(both, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), mask);
+    odd = _mm256_and_si256(_mm256_srlv_epi32(both, _mm256_setr_epi32(8, 8, 8, 8, 12, 12, 12, 12)), mask);
+}
+
+// Q4_0 straight to nibble - 8: n ^ 8 read as a signed 4-bit number is n - 8. Shifting each
+// nibble to the top of its 16-bit word (left by 12 | 8 for even, 4 | 0 for odd) and shifting
+// arithmetically back down by 12 sign-extends it.
+inline void unpack_nibbles_m8_i16(const uint8_t *qs, __m256i &even, __m256i &odd) {
+    const __m256i both = _mm256_xor_si256(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)qs)),
+                                          _mm256_set1_epi8((char)0x88));
+    even = _mm256_srai_epi16(_mm256_sllv_epi32(both, _mm256_setr_epi32(12, 12, 12, 12, 8, 8, 8, 8)), 12);
+    odd = _mm256_srai_epi16(_mm256_sllv_epi32(both, _mm256_setr_epi32(4, 4, 4, 4, 0, 0, 0, 0)), 12);
+}
+
+inline void unpack_q8_i16(const int8_t *qs, __m256i &even, __m256i &odd) {
+    const __m256i w = _mm256_loadu_si256((const __m256i *)qs);
+    even = _mm256_srai_epi16(_mm256_slli_epi16(w, 8), 8);
+    odd = _mm256_srai_epi16(w, 8);
+}
+
+// Integer dots against int16 activations, 32 products per block through _mm256_madd_epi16
+// (s16 x s16 -> s32 pair sums; |q_w| <= 128 and |q_a| <= 32767, so nothing overflows):
+//  - Q8_0: weights sign-extended to int16.
+//  - Q4_0: nibble - 8 in int16, made while unpacking (shared by all RM activation rows).
+//  - Q4_1: nibbles as they are; the offset adds m_w * sum_a per block.
+// Per (weight row, activation row) and block: two madds, an add, a conversion and an FMA.
 template <DType T, int RN, int RM> void tile_quant_avx2(const GemmArgs &a, const uint8_t *w, const uint8_t *x, float *y) {
     using WBlock = typename QuantBlock<T>::type;
     const WBlock *w_rows[RN];
-    const BlockQ8Act *x_rows[RM];
+    const BlockQ16Act *x_rows[RM];
     AKUNU_UNROLL
     for (int r = 0; r < RN; ++r) w_rows[r] = reinterpret_cast<const WBlock *>(w + r * a.w_row_bytes);
     AKUNU_UNROLL
-    for (int m = 0; m < RM; ++m) x_rows[m] = reinterpret_cast<const BlockQ8Act *>(x + m * a.x_row_bytes);
+    for (int m = 0; m < RM; ++m) x_rows[m] = reinterpret_cast<const BlockQ16Act *>(x + m * a.x_row_bytes);
 
     __m256 acc[RM][RN];
     float min_acc[RM][RN];  // Q4_1: Σ m_w * sum_a
@@ -590,45 +628,48 @@ template <DType T, int RN, int RM> void tile_quant_avx2(const GemmArgs &a, const
             acc[m][r] = _mm256_setzero_ps();
             min_acc[m][r] = 0.0f;
         }
-    const __m256i ones16 = _mm256_set1_epi16(1);
 
     const int64_t nb = a.K / QK_ACT;
     for (int64_t b = 0; b < nb; ++b) {
-        __m256i wq[RN];   // Q8_0: |w|; Q4_x: nibbles 0..15 (the unsigned maddubs operand)
-        __m256i wsgn[RN]; // Q8_0 only: w itself, whose sign goes onto the activation
+        __m256i we[RN], wo[RN];
         __m256 wd[RN];
-        float wmin[RN];
         AKUNU_UNROLL
         for (int r = 0; r < RN; ++r) {
             const WBlock &blk = w_rows[r][b];
             wd[r] = broadcast_fp16(&blk.d);
             if constexpr (T == DType::Q8_0) {
-                wsgn[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(blk.qs));
-                wq[r] = _mm256_sign_epi8(wsgn[r], wsgn[r]);
+                unpack_q8_i16(blk.qs, we[r], wo[r]);
+            } else if constexpr (T == DType::Q4_0) {
+                unpack_nibbles_m8_i16(blk.qs, we[r], wo[r]);
             } else {
-                wq[r] = unpack_nibbles(blk.qs);
+                unpack_nibbles_i16(blk.qs, we[r], wo[r]);
             }
-            if constexpr (T == DType::Q4_1) wmin[r] = fp16_scale(blk.m);
         }
         AKUNU_UNROLL
         for (int m = 0; m < RM; ++m) {
-            const BlockQ8Act &ab = x_rows[m][b];
-            const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(ab.qs));
+            const BlockQ16Act &ab = x_rows[m][b];
+            const __m256i ae = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(ab.qs));
+            const __m256i ao = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(ab.qs + 16));
             const __m256 ad = _mm256_set1_ps(ab.d);
-            __m256i eight_a;
-            if constexpr (T == DType::Q4_0) eight_a = _mm256_maddubs_epi16(_mm256_set1_epi8(8), aq);
             AKUNU_UNROLL
             for (int r = 0; r < RN; ++r) {
-                __m256i pairs;
-                if constexpr (T == DType::Q8_0)
-                    pairs = _mm256_maddubs_epi16(wq[r], _mm256_sign_epi8(aq, wsgn[r]));
-                else if constexpr (T == DType::Q4_0)
-                    pairs = _mm256_sub_epi16(_mm256_maddubs_epi16(wq[r], aq), eight_a);
-                else
-                    pairs = _mm256_maddubs_epi16(wq[r], aq);
-                const __m256 dots = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, ones16));
-                acc[m][r] = _mm256_fmadd_ps(dots, _mm256_mul_ps(wd[r], ad), acc[m][r]);
-                if constexpr (T == DType::Q4_1) min_acc[m][r] += wmin[r] * ab.sum;
+                const __m256i dots = _mm256_add_epi32(_mm256_madd_epi16(we[r], ae), _mm256_madd_epi16(wo[r], ao));
+                acc[m][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots), _mm256_mul_ps(wd[r], ad), acc[m][r]);
+            }
+        }
+    }
+    // Q4_1's offset terms in a pass of their own: in the loop above their scalars would push the
+    // vector registers into spills.
+    if constexpr (T == DType::Q4_1) {
+        for (int64_t b = 0; b < nb; ++b) {
+            float wmin[RN];
+            AKUNU_UNROLL
+            for (int r = 0; r < RN; ++r) wmin[r] = fp16_scale(w_rows[r][b].m);
+            AKUNU_UNROLL
+            for (int m = 0; m < RM; ++m) {
+                const float sum_a = x_rows[m][b].sum;
+                AKUNU_UNROLL
+                for (int r = 0; r < RN; ++r) min_acc[m][r] += wmin[r] * sum_a;
             }
         }
     }
@@ -640,21 +681,41 @@ template <DType T, int RN, int RM> void tile_quant_avx2(const GemmArgs &a, const
 
 #endif  // AKUNU_CPU_AVX2
 
-// Tile shapes. AVX2 has 16 ymm registers: RN x RM accumulators plus RN weight vectors should
-// (nearly) fit; a few L1 spills are cheap. On Zen 3, 4x3 / 4x4 / 3x4 measured within noise of
-// each other for the quantized types at M = 256..512; decode (M = 1) runs 4x1 tiles, i.e. four
-// weight streams at once.
+// Tile shapes. AVX2 has 16 ymm registers: RN x RM accumulators plus the weight vectors of RN
+// rows should (nearly) fit; a few L1 spills are cheap.
+//  - Float weights: 4x3 (on Zen 3, 4x3 / 4x4 / 3x4 measured within noise of each other).
+//  - Quantized weights (int16 activations, two weight vectors per row and block): 2x6 for
+//    prefill (on Zen 3 ~15-30% faster than 4x3 at M = 512); while M is small (decode, M = 1) 4xM
+//    tiles instead, i.e. four weight streams at once.
 #if defined(AKUNU_CPU_AVX2)
 #ifndef AKUNU_TILE_N  // overridable for tuning experiments
 #define AKUNU_TILE_N 4
 #define AKUNU_TILE_M 3
 #endif
+#ifndef AKUNU_QTILE_N
+#define AKUNU_QTILE_N 2
+#define AKUNU_QTILE_M 6
+#endif
 constexpr int kTileN = AKUNU_TILE_N;
 constexpr int kTileM = AKUNU_TILE_M;
+constexpr int kQTileN = AKUNU_QTILE_N;
+constexpr int kQTileM = AKUNU_QTILE_M;
 #else
 constexpr int kTileN = 4;
 constexpr int kTileM = 2;
+constexpr int kQTileN = kTileN;
+constexpr int kQTileM = kTileM;
 #endif
+constexpr int kQSmallTileN = 4;  // quantized weights, M <= kQSmallM: kQSmallTileN x M tiles
+constexpr int kQSmallM = 3;
+
+template <DType T> constexpr bool is_quant_type() { return T == DType::Q8_0 || T == DType::Q4_0 || T == DType::Q4_1; }
+
+// Largest tile (table bounds) of a dtype.
+template <DType T> struct TileBounds {
+    static constexpr int N = is_quant_type<T>() ? std::max(kQTileN, kQSmallTileN) : kTileN;
+    static constexpr int M = is_quant_type<T>() ? std::max(kQTileM, kQSmallM) : kTileM;
+};
 
 template <DType T, int RN, int RM> constexpr TileFn pick_tile() {
 #if defined(AKUNU_CPU_AVX2)
@@ -667,36 +728,47 @@ template <DType T, int RN, int RM> constexpr TileFn pick_tile() {
 #endif
 }
 
-// Table of tile kernels for every edge shape (rn, rm) in [1, kTileN] x [1, kTileM].
+// Table of tile kernels for every edge shape (rn, rm) in [1, N] x [1, M] (TileBounds<T>).
 template <DType T> struct TileTable {
-    TileFn fn[kTileN][kTileM];
+    static constexpr int N = TileBounds<T>::N, M = TileBounds<T>::M;
+    TileFn fn[N][M];
     template <int RN, int RM> constexpr void fill() {
         fn[RN - 1][RM - 1] = pick_tile<T, RN, RM>();
         if constexpr (RM > 1) fill<RN, RM - 1>();
-        else if constexpr (RN > 1) fill<RN - 1, kTileM>();
+        else if constexpr (RN > 1) fill<RN - 1, M>();
     }
-    constexpr TileTable() : fn{} { fill<kTileN, kTileM>(); }
+    constexpr TileTable() : fn{} { fill<N, M>(); }
 };
 
 template <DType T> void gemm_rows_typed(const GemmArgs &a, int64_t n_begin, int64_t n_end) {
     static constexpr TileTable<T> table{};
+    int64_t tile_n = kTileN, tile_m = kTileM;
+    if constexpr (is_quant_type<T>()) {
+        if (a.M <= kQSmallM) {
+            tile_n = kQSmallTileN;
+            tile_m = kQSmallM;
+        } else {
+            tile_n = kQTileN;
+            tile_m = kQTileM;
+        }
+    }
     // Chunks of ~256 KiB of whole weight rows and ~256 KiB of whole activation rows: the weight
     // chunk stays in L2 while the activation chunk (also in L2) is swept by the tiles, so each
     // weight byte comes from memory once per activation chunk rather than once per tile.
     // (Slicing K as well, to fit a tile in L1, measured no better on Zen 3 and is not done.)
     constexpr size_t kChunkBytes = 256 * 1024;
-    const int64_t n_chunk = std::max<int64_t>(kTileN, (int64_t)(kChunkBytes / std::max<size_t>(a.w_row_bytes, 1)) / kTileN * kTileN);
-    const int64_t m_chunk = std::max<int64_t>(kTileM, (int64_t)(kChunkBytes / std::max<size_t>(a.x_row_bytes, 1)) / kTileM * kTileM);
+    const int64_t n_chunk = std::max<int64_t>(tile_n, (int64_t)(kChunkBytes / std::max<size_t>(a.w_row_bytes, 1)) / tile_n * tile_n);
+    const int64_t m_chunk = std::max<int64_t>(tile_m, (int64_t)(kChunkBytes / std::max<size_t>(a.x_row_bytes, 1)) / tile_m * tile_m);
 
     for (int64_t nc = n_begin; nc < n_end; nc += n_chunk) {
         const int64_t nc_end = std::min(n_end, nc + n_chunk);
         for (int64_t mc = 0; mc < a.M; mc += m_chunk) {
             const int64_t mc_end = std::min(a.M, mc + m_chunk);
-            for (int64_t n = nc; n < nc_end; n += kTileN) {
-                const int rn = (int)std::min<int64_t>(kTileN, nc_end - n);
+            for (int64_t n = nc; n < nc_end; n += tile_n) {
+                const int rn = (int)std::min<int64_t>(tile_n, nc_end - n);
                 const uint8_t *w = a.w + (size_t)n * a.w_row_bytes;
-                for (int64_t m = mc; m < mc_end; m += kTileM) {
-                    const int rm = (int)std::min<int64_t>(kTileM, mc_end - m);
+                for (int64_t m = mc; m < mc_end; m += tile_m) {
+                    const int rm = (int)std::min<int64_t>(tile_m, mc_end - m);
                     table.fn[rn - 1][rm - 1](a, w, a.x + (size_t)m * a.x_row_bytes, a.y + (size_t)m * a.y_stride + n);
                 }
             }

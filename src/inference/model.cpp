@@ -85,6 +85,16 @@ std::vector<int32_t> Model::chain_decode(int32_t token, int count) {
     return out;
 }
 
+std::vector<double> Model::profile_decode_step(int32_t token) {
+    check_tokens({token});
+    check_room(1);
+    uint32_t slot = (uint32_t)token;
+    device_->write_buffer(scratch_.token_ids, &slot, 4);
+    std::vector<double> ms = device_->profile_dispatch_table(decode_table_, kv_.current_length);
+    kv_.advance(1);
+    return ms;
+}
+
 std::vector<float> Model::evaluate_logits(const std::vector<int32_t> &tokens) {
     if (tokens.empty()) throw std::invalid_argument("logits needs at least one token");
     check_tokens(tokens);

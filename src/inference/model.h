@@ -67,6 +67,8 @@ public:
     // Feeds `token` and then each argmax in turn, `count` tokens in chained replays of the table;
     // returns the `count` produced tokens.
     std::vector<int32_t> chain_decode(int32_t token, int count);
+    // Feeds one token like decode_step, timing every command of the decode table (ms each).
+    std::vector<double> profile_decode_step(int32_t token);
     // Teacher-forced logits of every position of `tokens` from a fresh cache: [n, vocab] row-major.
     std::vector<float> evaluate_logits(const std::vector<int32_t> &tokens);
 

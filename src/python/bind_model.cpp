@@ -6,6 +6,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <mutex>
 #include <random>
 
 #include "core/dispatch_table.h"
@@ -19,11 +20,22 @@ namespace {
 
 
 // The Python object owns the C++ model through this holder so that close() can free it early.
+// Calls run with the GIL released, so two Python threads could reach one Model at once: every
+// access goes through a lock (a Model is not thread-safe; this makes sharing one merely serial).
 struct PyModel {
     std::unique_ptr<Model> model;
-    Model &get() {
+    std::recursive_mutex mutex;
+
+    struct Access {
+        std::unique_lock<std::recursive_mutex> lock;
+        Model *model;
+        Model *operator->() const { return model; }
+        Model &operator*() const { return *model; }
+    };
+    Access get() {
+        std::unique_lock<std::recursive_mutex> lock(mutex);
         if (!model) throw std::invalid_argument("this model has been closed");
-        return *model;
+        return Access{std::move(lock), model.get()};
     }
 };
 
@@ -103,33 +115,55 @@ void bind_model(nb::module_ &m) {
             },
             nb::arg("path"), nb::arg("backend") = "auto", nb::arg("context_length") = 0, nb::arg("threads") = 0,
             nb::call_guard<nb::gil_scoped_release>())
-        .def("close", [](PyModel &s) { s.model.reset(); }, "Free the model's memory now.")
-        .def_prop_ro("config", [](PyModel &s) { return config_dict(s.get()); })
-        .def_prop_ro("backend", [](PyModel &s) { return std::string(s.get().device().backend_name()); })
-        .def_prop_ro("device_name", [](PyModel &s) { return s.get().device().name(); })
-        .def_prop_ro("context_length", [](PyModel &s) { return s.get().context_length(); })
-        .def_prop_ro("position", [](PyModel &s) { return s.get().position(); }, "Tokens in the KV cache.")
-        .def_prop_ro("tokenizer", [](PyModel &s) { return make_py_tokenizer(std::const_pointer_cast<akunu::Tokenizer>(s.get().tokenizer())); })
-        .def_prop_ro("chat_template", [](PyModel &s) { return s.get().chat_template(); })
-        .def_prop_ro("dispatch_table", [](PyModel &s) { return table_list(s.get().decode_table()); },
-                     "The decode dispatch table: one dict (label, kernel, patch, units) per command.")
-        .def_prop_ro("table_builds", [](PyModel &s) { return s.get().table_builds(); })
-        .def_prop_ro("kv_cache_bytes", [](PyModel &s) { return s.get().kv_cache_bytes(); })
-        .def_prop_ro("stats", [](PyModel &s) { return s.get().stats(); })
-        .def("reset", [](PyModel &s) { s.get().reset(); }, "Empty the KV cache.")
         .def(
-            "prefill", [](PyModel &s, const std::vector<int64_t> &tokens) { return s.get().prefill(to_ids(tokens)); },
+            "close",
+            [](PyModel &s) {
+                std::lock_guard<std::recursive_mutex> lock(s.mutex);
+                s.model.reset();
+            },
+            nb::call_guard<nb::gil_scoped_release>(), "Free the model's memory now.")
+        .def_prop_ro("config", [](PyModel &s) { return config_dict(*s.get()); })
+        .def_prop_ro("backend", [](PyModel &s) { return std::string(s.get()->device().backend_name()); })
+        .def_prop_ro("device_name", [](PyModel &s) { return s.get()->device().name(); })
+        .def_prop_ro("context_length", [](PyModel &s) { return s.get()->context_length(); })
+        .def_prop_ro("position", [](PyModel &s) { return s.get()->position(); }, "Tokens in the KV cache.")
+        .def_prop_ro("tokenizer", [](PyModel &s) { return make_py_tokenizer(std::const_pointer_cast<akunu::Tokenizer>(s.get()->tokenizer())); })
+        .def_prop_ro("chat_template", [](PyModel &s) { return s.get()->chat_template(); })
+        .def_prop_ro("dispatch_table", [](PyModel &s) { return table_list(s.get()->decode_table()); },
+                     "The decode dispatch table: one dict (label, kernel, patch, units) per command.")
+        .def_prop_ro("table_builds", [](PyModel &s) { return s.get()->table_builds(); })
+        .def_prop_ro("kv_cache_bytes", [](PyModel &s) { return s.get()->kv_cache_bytes(); })
+        .def_prop_ro("stats", [](PyModel &s) { return s.get()->stats(); })
+        .def("reset", [](PyModel &s) { s.get()->reset(); }, "Empty the KV cache.")
+        .def(
+            "prefill", [](PyModel &s, const std::vector<int64_t> &tokens) { return s.get()->prefill(to_ids(tokens)); },
             nb::arg("tokens"), nb::call_guard<nb::gil_scoped_release>(),
             "Run tokens at the current position; returns the argmax next token.")
         .def(
-            "decode_step", [](PyModel &s, int64_t token) { return s.get().decode_step(to_ids({token})[0]); },
+            "decode_step", [](PyModel &s, int64_t token) { return s.get()->decode_step(to_ids({token})[0]); },
             nb::arg("token"), nb::call_guard<nb::gil_scoped_release>(),
             "Feed one token through the dispatch table; returns the argmax next token.")
         .def(
             "chain_decode",
-            [](PyModel &s, int64_t token, int count) { return s.get().chain_decode(to_ids({token})[0], count); },
+            [](PyModel &s, int64_t token, int count) { return s.get()->chain_decode(to_ids({token})[0], count); },
             nb::arg("token"), nb::arg("count"), nb::call_guard<nb::gil_scoped_release>(),
             "Greedy-decode `count` tokens in chained replays, starting by feeding `token`.")
+        .def(
+            "profile_decode_step",
+            [](PyModel &s, int64_t token) {
+                std::vector<double> ms;
+                {
+                    nb::gil_scoped_release release;
+                    ms = s.get()->profile_decode_step(to_ids({token})[0]);
+                }
+                const akunu::DispatchTable &t = s.get()->decode_table();
+                nb::list out;
+                for (size_t i = 0; i < ms.size(); ++i)
+                    out.append(nb::make_tuple(std::string(t.labels[i].text), t.kernel_names[i], ms[i]));
+                return out;
+            },
+            nb::arg("token"),
+            "Feed one token through the decode table, timing each command: [(label, kernel, ms), ...].")
         .def(
             "logits",
             [](PyModel &s, const std::vector<int64_t> &tokens) {
@@ -137,8 +171,8 @@ void bind_model(nb::module_ &m) {
                 size_t vocab;
                 {
                     nb::gil_scoped_release release;
-                    data = new std::vector<float>(s.get().evaluate_logits(to_ids(tokens)));
-                    vocab = s.get().config().vocab_size;
+                    data = new std::vector<float>(s.get()->evaluate_logits(to_ids(tokens)));
+                    vocab = s.get()->config().vocab_size;
                 }
                 nb::capsule owner(data, [](void *p) noexcept { delete static_cast<std::vector<float> *>(p); });
                 return nb::ndarray<nb::numpy, float, nb::ndim<2>>(data->data(), {tokens.size(), vocab}, owner);
@@ -158,15 +192,15 @@ void bind_model(nb::module_ &m) {
                 cfg.seed = seed.is_none() ? std::random_device{}() : nb::cast<uint64_t>(seed);
                 std::vector<int32_t> ids = to_ids(prompt);
                 nb::gil_scoped_release release;
-                s.get().begin_generation(ids, max_tokens, cfg);
+                s.get()->begin_generation(ids, max_tokens, cfg);
             },
             nb::arg("prompt"), nb::arg("max_tokens"), nb::arg("temperature"), nb::arg("top_k"), nb::arg("top_p"),
             nb::arg("min_p"), nb::arg("repeat_penalty"), nb::arg("seed").none())
-        .def("_next_tokens", [](PyModel &s) { return s.get().next_tokens(); }, nb::call_guard<nb::gil_scoped_release>())
-        .def_prop_ro("finish_reason", [](PyModel &s) { return s.get().finish_reason(); })
+        .def("_next_tokens", [](PyModel &s) { return s.get()->next_tokens(); }, nb::call_guard<nb::gil_scoped_release>())
+        .def_prop_ro("finish_reason", [](PyModel &s) { return s.get()->finish_reason(); })
         .def_prop_ro("tensors", [](PyModel &s) {
             nb::list out;
-            for (const akunu::TensorView &t : s.get().weights().all_tensors()) {
+            for (const akunu::TensorView &t : s.get()->weights().all_tensors()) {
                 nb::list dims;
                 for (uint64_t d : t.dims) dims.append(d);
                 out.append(nb::make_tuple(t.file_name, std::string(akunu::dtype_name(t.dtype)), dims, t.n_bytes));

@@ -7,6 +7,7 @@ void bind_errors(nb::module_ &m);
 void bind_tokenizer(nb::module_ &m);
 void bind_model(nb::module_ &m);
 void bind_kernels(nb::module_ &m);
+void bind_bench(nb::module_ &m);
 
 NB_MODULE(_core, m) {
     m.doc() = "akunu native core: models, tokenizers and the dispatch-table engine";
@@ -14,4 +15,5 @@ NB_MODULE(_core, m) {
     bind_tokenizer(m);
     bind_model(m);
     bind_kernels(m);  // low-level kernel entry points for tests and microbenchmarks
+    bind_bench(m);    // single-kernel dispatch tables for benchmarks/test_microbench.py
 }

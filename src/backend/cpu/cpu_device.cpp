@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -127,27 +128,38 @@ void CpuDevice::read_buffer(void *dst, const Buffer &src, size_t bytes, size_t o
     std::memcpy(dst, static_cast<const uint8_t *>(src.contents) + offset, bytes);
 }
 
+void CpuDevice::run_command(const DispatchCmd &command, int token_index, int position) {
+    DispatchCmd patched;
+    const DispatchCmd *cmd = &command;
+    if (cmd->patch != PatchType::None) {
+        apply_patch(*cmd, token_index, position, patched);
+        cmd = &patched;
+    }
+    CommandJob job;
+    job.fn = reinterpret_cast<KernelFn>(cmd->pipeline.handle);
+    for (int b = 0; b < cmd->buffer_count; ++b)
+        job.args.buffers[b] = static_cast<uint8_t *>(cmd->buffers[b].contents) + cmd->offsets[b];
+    job.args.params = cmd->params;
+    job.args.grid = cmd->grid;
+    pool_.run(run_units, &job, (int64_t)cmd->grid.x * cmd->grid.y * cmd->grid.z);
+}
+
 void CpuDevice::encode_dispatch_table(const DispatchTable &table, int start_position, int count, int cmd_begin,
                                       int cmd_end) {
     if (cmd_end < 0) cmd_end = (int)table.commands.size();
-    DispatchCmd patched;
-    CommandJob job;
-    for (int t = 0; t < count; ++t) {
-        const int position = start_position + t;
-        for (int c = cmd_begin; c < cmd_end; ++c) {
-            const DispatchCmd *cmd = &table.commands[(size_t)c];
-            if (cmd->patch != PatchType::None) {
-                apply_patch(*cmd, t, position, patched);
-                cmd = &patched;
-            }
-            job.fn = reinterpret_cast<KernelFn>(cmd->pipeline.handle);
-            for (int b = 0; b < cmd->buffer_count; ++b)
-                job.args.buffers[b] = static_cast<uint8_t *>(cmd->buffers[b].contents) + cmd->offsets[b];
-            job.args.params = cmd->params;
-            job.args.grid = cmd->grid;
-            pool_.run(run_units, &job, (int64_t)cmd->grid.x * cmd->grid.y * cmd->grid.z);
-        }
+    for (int t = 0; t < count; ++t)
+        for (int c = cmd_begin; c < cmd_end; ++c) run_command(table.commands[(size_t)c], t, start_position + t);
+}
+
+std::vector<double> CpuDevice::profile_dispatch_table(const DispatchTable &table, int position) {
+    std::vector<double> ms;
+    ms.reserve(table.commands.size());
+    for (const DispatchCmd &cmd : table.commands) {
+        auto t0 = std::chrono::steady_clock::now();
+        run_command(cmd, 0, position);
+        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
+    return ms;
 }
 
 }  // namespace akunu::cpu

@@ -30,10 +30,12 @@ public:
     void encode_dispatch_table(const DispatchTable &table, int start_position, int count, int cmd_begin,
                                int cmd_end) override;
     void synchronize() override {}  // replays run synchronously
+    std::vector<double> profile_dispatch_table(const DispatchTable &table, int position) override;
 
     int threads() const { return pool_.size(); }
 
 private:
+    void run_command(const DispatchCmd &cmd, int token_index, int position);
     ThreadPool pool_;
 };
 

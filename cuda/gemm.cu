@@ -1,0 +1,210 @@
+// y[M, N] (+)= x[M, K] . W[N, K]^T for every weight format, with the CPU's multi-part semantic:
+// up to three weight matrices (fused Q/K/V or gate/up) sharing one input, part i writing output
+// columns y_col[i] .. y_col[i] + N[i], and `accumulate` adding into y (the fused residual add).
+//   M == 1 (decode): a GEMV, memory bound: a warp owns kRowsPerWarp weight rows and walks K one
+//     32-element block per lane, the activation block held in registers and reused by its rows.
+//   M > 1 (prefill/evaluation): a tensor-core tile GEMM: weight tiles dequantized to f16 in shared
+//     memory, activations converted to f16, WMMA 16x16x16 with fp32 accumulators.
+#include <mma.h>
+
+#include "cuda/common.cuh"
+
+namespace akunu::cuda {
+
+namespace {
+
+struct WeightPtrs {
+    const uint8_t *part[GemmParams::kMaxParts];
+};
+
+// Which part a global weight row (counted across parts) falls in, and its row inside that part.
+__device__ __forceinline__ void locate_row(const GemmParams &p, uint32_t row, uint32_t &part, uint32_t &local) {
+    part = 0;
+    local = row;
+    while (part + 1 < p.n_parts && local >= p.N[part]) {
+        local -= p.N[part];
+        ++part;
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// GEMV (M = 1)
+constexpr int kGemvWarps = 4;
+constexpr int kRowsPerWarp = 2;
+
+template <class Fmt>
+__global__ void __launch_bounds__(kGemvWarps * 32)
+    gemv_kernel(const float *__restrict__ x, float *__restrict__ y, WeightPtrs w, GemmParams p, uint32_t total_rows) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const uint32_t row0 = (blockIdx.x * kGemvWarps + warp) * kRowsPerWarp;
+    if (row0 >= total_rows) return;
+
+    const uint8_t *wrow[kRowsPerWarp];
+    float *yout[kRowsPerWarp];
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r) {
+        // Rows past the end recompute row0 (no divergence in the loop) and are not stored.
+        const uint32_t row = row0 + r < total_rows ? row0 + r : row0;
+        uint32_t part, local;
+        locate_row(p, row, part, local);
+        wrow[r] = w.part[part] + (size_t)local * p.w_row_bytes[part];
+        yout[r] = row0 + r < total_rows ? y + p.y_col[part] + local : nullptr;
+    }
+
+    float acc[kRowsPerWarp] = {};
+    const uint32_t n_blocks = p.K / 32;
+#pragma unroll 2
+    for (uint32_t kb = lane; kb < n_blocks; kb += 32) {
+        float xv[32];
+        const float4 *xp = reinterpret_cast<const float4 *>(x + (size_t)kb * 32);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+            const float4 v = xp[i];
+            xv[4 * i] = v.x;
+            xv[4 * i + 1] = v.y;
+            xv[4 * i + 2] = v.z;
+            xv[4 * i + 3] = v.w;
+        }
+#pragma unroll
+        for (int r = 0; r < kRowsPerWarp; ++r) acc[r] += Fmt::dot(wrow[r] + (size_t)kb * Fmt::kBlockBytes, xv);
+    }
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r) {
+        const float s = warp_sum(acc[r]);
+        if (lane == 0 && yout[r]) *yout[r] = p.accumulate ? *yout[r] + s : s;
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Tensor-core GEMM (M > 1). Block = 4 warps computing a 64 (x rows) x 64 (weight rows) tile of y;
+// each warp owns 32 x 32 (2 x 2 WMMA fragments). K advances one 32-element block at a time: one
+// quant block per weight row, so two threads per row each dequantize one half.
+constexpr int kTileM = 64, kTileN = 64, kTileK = 32;
+constexpr int kPad = 8;  // halves of padding per shared row: breaks bank conflicts, keeps 16-byte rows
+
+template <class Fmt>
+__global__ void __launch_bounds__(128)
+    gemm_tc_kernel(const float *__restrict__ x, float *__restrict__ y, WeightPtrs w, GemmParams p) {
+    using namespace nvcuda;
+    __shared__ __align__(32) __half xs[kTileM][kTileK + kPad];
+    __shared__ __align__(32) __half ws[kTileN][kTileK + kPad];
+    __shared__ __align__(32) float out_s[kTileM][kTileN + 4];
+
+    // blockIdx.x enumerates 64-row tiles part by part, so a tile never straddles two parts.
+    uint32_t part = 0, tile = blockIdx.x;
+    while (part + 1 < p.n_parts && tile >= (p.N[part] + kTileN - 1) / kTileN) {
+        tile -= (p.N[part] + kTileN - 1) / kTileN;
+        ++part;
+    }
+    const uint32_t n0 = tile * kTileN, m0 = blockIdx.y * kTileM;
+    const uint32_t N = p.N[part];
+    const uint8_t *W = w.part[part];
+    const uint32_t x_stride = p.x_row_bytes / 4;  // floats
+    const int tid = threadIdx.x, warp = tid >> 5;
+
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int j = 0; j < 2; ++j) wmma::fill_fragment(acc[i][j], 0.f);
+
+    for (uint32_t k0 = 0; k0 < p.K; k0 += kTileK) {
+        // Activations: 64 rows x 32 floats -> f16; thread t handles row t/2, half t%2.
+        {
+            const int r = tid >> 1, h = tid & 1;
+            __half2 *dst = reinterpret_cast<__half2 *>(&xs[r][16 * h]);
+            if (m0 + r < p.M) {
+                const float4 *src = reinterpret_cast<const float4 *>(x + (size_t)(m0 + r) * x_stride + k0 + 16 * h);
+#pragma unroll
+                for (int i = 0; i < 4; ++i) {
+                    const float4 v = src[i];
+                    dst[2 * i] = __floats2half2_rn(v.x, v.y);
+                    dst[2 * i + 1] = __floats2half2_rn(v.z, v.w);
+                }
+            } else {
+#pragma unroll
+                for (int i = 0; i < 8; ++i) dst[i] = __floats2half2_rn(0.f, 0.f);
+            }
+        }
+        // Weights: 64 rows x one block; thread t dequantizes row t/2, half t%2.
+        {
+            const int r = tid >> 1, h = tid & 1;
+            __half2 *dst = reinterpret_cast<__half2 *>(&ws[r][16 * h]);
+            if (n0 + r < N) {
+                float v[16];
+                Fmt::dequant_half(W + (size_t)(n0 + r) * p.w_row_bytes[part] + (size_t)(k0 / 32) * Fmt::kBlockBytes,
+                                  h, v);
+#pragma unroll
+                for (int i = 0; i < 8; ++i) dst[i] = __floats2half2_rn(v[2 * i], v[2 * i + 1]);
+            } else {
+#pragma unroll
+                for (int i = 0; i < 8; ++i) dst[i] = __floats2half2_rn(0.f, 0.f);
+            }
+        }
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < kTileK; kk += 16) {
+            wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> a[2];
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> b[2];
+#pragma unroll
+            for (int i = 0; i < 2; ++i) wmma::load_matrix_sync(a[i], &xs[(warp >> 1) * 32 + 16 * i][kk], kTileK + kPad);
+#pragma unroll
+            for (int j = 0; j < 2; ++j) wmma::load_matrix_sync(b[j], &ws[(warp & 1) * 32 + 16 * j][kk], kTileK + kPad);
+#pragma unroll
+            for (int i = 0; i < 2; ++i)
+#pragma unroll
+                for (int j = 0; j < 2; ++j) wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+            wmma::store_matrix_sync(&out_s[(warp >> 1) * 32 + 16 * i][(warp & 1) * 32 + 16 * j], acc[i][j], kTileN + 4,
+                                    wmma::mem_row_major);
+    __syncthreads();
+    for (int idx = tid; idx < kTileM * kTileN; idx += 128) {
+        const uint32_t r = idx / kTileN, c = idx % kTileN;
+        if (m0 + r < p.M && n0 + c < N) {
+            float *dst = y + (size_t)(m0 + r) * p.y_stride + p.y_col[part] + n0 + c;
+            *dst = p.accumulate ? *dst + out_s[r][c] : out_s[r][c];
+        }
+    }
+}
+
+template <class Fmt>
+void launch_gemm(const LaunchArgs &a, const char *name) {
+    const GemmParams &p = params_of<GemmParams>(a);
+    if (p.K % 32 != 0 || p.x_row_bytes % 16 != 0 || (reinterpret_cast<uintptr_t>(a.buffers[0]) & 15) != 0)
+        throw UnsupportedError(std::string(name) + " on CUDA needs K % 32 == 0 and 16-byte aligned activation rows");
+    if (p.n_parts < 1 || p.n_parts > (uint32_t)GemmParams::kMaxParts) throw AkunuError("internal: bad GEMM part count");
+    const float *x = reinterpret_cast<const float *>(a.buffers[0]);
+    float *y = reinterpret_cast<float *>(a.buffers[1]);
+    WeightPtrs w{};
+    uint32_t total_rows = 0, n_tiles = 0;
+    for (uint32_t i = 0; i < p.n_parts; ++i) {
+        w.part[i] = a.buffers[2 + i];
+        total_rows += p.N[i];
+        n_tiles += ceil_div_u(p.N[i], kTileN);
+    }
+    if (p.M == 1) {
+        const unsigned blocks = ceil_div_u(total_rows, kGemvWarps * kRowsPerWarp);
+        gemv_kernel<Fmt><<<blocks, kGemvWarps * 32, 0, a.stream>>>(x, y, w, p, total_rows);
+    } else {
+        dim3 grid(n_tiles, ceil_div_u(p.M, kTileM));
+        gemm_tc_kernel<Fmt><<<grid, 128, 0, a.stream>>>(x, y, w, p);
+    }
+    check_launch(name);
+}
+
+}  // namespace
+
+void launch_gemm_f32(const LaunchArgs &a) { launch_gemm<FmtF32>(a, "gemm_f32"); }
+void launch_gemm_f16(const LaunchArgs &a) { launch_gemm<FmtF16>(a, "gemm_f16"); }
+void launch_gemm_bf16(const LaunchArgs &a) { launch_gemm<FmtBF16>(a, "gemm_bf16"); }
+void launch_gemm_q8_0(const LaunchArgs &a) { launch_gemm<FmtQ8_0>(a, "gemm_q8_0"); }
+void launch_gemm_q4_0(const LaunchArgs &a) { launch_gemm<FmtQ4_0>(a, "gemm_q4_0"); }
+void launch_gemm_q4_1(const LaunchArgs &a) { launch_gemm<FmtQ4_1>(a, "gemm_q4_1"); }
+
+}  // namespace akunu::cuda

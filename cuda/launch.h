@@ -1,0 +1,65 @@
+// The CUDA kernel ABI, seen from the host: every kernel family in cuda/*.cu exports launchers of
+// one signature, looked up by name (src/backend/cuda/kernel_registry.cpp) exactly like the CPU's
+// kernel functions. Plain C++: included by host code and by the .cu files.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "core/dispatch_table.h"
+
+namespace akunu::cuda {
+
+// How a kernel finds the per-token values of its command's patch. Position-type patches
+// (Position, KVSeqLen, PosAndKV) are applied by the kernel itself at entry from device memory:
+// position = *base_position + token_index. One captured graph therefore serves every start
+// position; the host only rewrites *base_position before a replay. TokenOffset/ArgmaxOutput
+// depend on token_index alone and are resolved on the host (into the buffer pointers).
+struct PatchContext {
+    const uint32_t *base_position;  // device memory: the table's start position
+    uint32_t token_index;           // which token of the replay this command belongs to
+    PatchType patch;                // the command's patch type
+};
+
+// Workspace the device lends to kernels that need more than their buffers (split attention).
+struct Workspace {
+    float *data = nullptr;
+    size_t floats = 0;
+    int sm_count = 1;
+};
+
+struct LaunchArgs {
+    uint8_t *buffers[DispatchCmd::kMaxBuffers];  // device pointer + offset, in binding order
+    const void *params;                          // the command's parameter struct (host memory)
+    PatchContext patch;
+    cudaStream_t stream;
+    const Workspace *workspace;
+};
+
+// Enqueues one command on args.stream (possibly several kernels). Throws on invalid shapes.
+using LaunchFn = void (*)(const LaunchArgs &args);
+
+// --- launchers, one per kernel name (names as in the CPU backend) -------------------------
+void launch_embedding_f32(const LaunchArgs &);
+void launch_embedding_f16(const LaunchArgs &);
+void launch_embedding_bf16(const LaunchArgs &);
+void launch_embedding_q8_0(const LaunchArgs &);
+void launch_embedding_q4_0(const LaunchArgs &);
+void launch_embedding_q4_1(const LaunchArgs &);
+void launch_gemm_f32(const LaunchArgs &);
+void launch_gemm_f16(const LaunchArgs &);
+void launch_gemm_bf16(const LaunchArgs &);
+void launch_gemm_q8_0(const LaunchArgs &);
+void launch_gemm_q4_0(const LaunchArgs &);
+void launch_gemm_q4_1(const LaunchArgs &);
+void launch_rmsnorm_f32(const LaunchArgs &);
+void launch_rope_interleaved_kv_write(const LaunchArgs &);
+void launch_rope_neox_kv_write(const LaunchArgs &);
+void launch_attention_f16kv(const LaunchArgs &);
+void launch_silu_mul_f32(const LaunchArgs &);
+void launch_argmax_f32(const LaunchArgs &);
+
+// Writes `value` into device memory `dst` on `stream` (stream-ordered, graph-safe).
+void launch_set_u32(uint32_t *dst, uint32_t value, cudaStream_t stream);
+
+}  // namespace akunu::cuda

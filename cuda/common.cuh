@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/errors.h"
+#include "core/kernel_params.h"
 #include "core/quant_blocks.h"
 #include "cuda/launch.h"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 import os
+import threading
 from typing import Iterable, Iterator, Sequence
 
 from . import _core
@@ -38,6 +39,10 @@ class Model(_core.Model):
             raise IsADirectoryError(f"expected a GGUF file, got a directory: {path}")
         super().__init__(path, backend, context_length or 0, threads or 0)
         self.path = path
+        # One generation session at a time per model: generate()/chat() hold this lock for their
+        # whole run, so threads sharing a model take turns; a stream notices if it was superseded.
+        self._session_lock = threading.RLock()
+        self._session = None
 
     def __repr__(self) -> str:
         c = self.config
@@ -55,7 +60,9 @@ class Model(_core.Model):
         with top_k / top_p / min_p / repeat_penalty, reproducibly for a given seed. Generation ends
         at an end-of-generation token, after max_tokens, or before the first `stop` string.
         """
-        return "".join(self.stream(prompt, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, seed, stop))
+        with self._session_lock:
+            return "".join(self.stream(prompt, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, seed,
+                                       stop))
 
     def stream(self, prompt: str | Sequence[int], max_tokens: int = 128, temperature: float = 0.0, top_k: int = 0,
                top_p: float = 1.0, min_p: float = 0.0, repeat_penalty: float = 1.0, seed: int | None = None,
@@ -63,21 +70,22 @@ class Model(_core.Model):
         """Like generate(), but yields the text piece by piece as it is produced."""
         matcher = StopMatcher(stop)
         ids = self._prompt_ids(prompt)
-        self._begin_checked(ids, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, seed)
-        return self._stream_text(matcher)
+        session = self._begin_checked(ids, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, seed)
+        return self._stream_text(matcher, session)
 
     def generate_tokens(self, prompt: str | Sequence[int], max_tokens: int = 128, temperature: float = 0.0,
                         top_k: int = 0, top_p: float = 1.0, min_p: float = 0.0, repeat_penalty: float = 1.0,
                         seed: int | None = None) -> list[int]:
         """Generate and return token ids (end-of-generation tokens are not included)."""
         ids = self._prompt_ids(prompt)
-        self._begin_checked(ids, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, seed)
-        out: list[int] = []
-        while True:
-            chunk = self._next_tokens()
-            if not chunk:
-                return out
-            out.extend(chunk)
+        with self._session_lock:
+            session = self._begin_checked(ids, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, seed)
+            out: list[int] = []
+            while True:
+                chunk = self._next_in(session)
+                if not chunk:
+                    return out
+                out.extend(chunk)
 
     def chat(self, messages: Sequence[dict], max_tokens: int = 256, temperature: float = 0.0, top_k: int = 0,
              top_p: float = 1.0, min_p: float = 0.0, repeat_penalty: float = 1.0, seed: int | None = None,
@@ -87,8 +95,9 @@ class Model(_core.Model):
         Returns the assistant's reply, or an iterator of text pieces with stream=True.
         """
         ids = self.tokenizer.encode(self.format_chat(messages), add_special=False, parse_special=True)
-        pieces = self.stream(ids, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, seed, stop)
-        return pieces if stream else "".join(pieces)
+        if stream:
+            return self.stream(ids, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, seed, stop)
+        return self.generate(ids, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, seed, stop)
 
     def format_chat(self, messages: Sequence[dict], add_generation_prompt: bool = True) -> str:
         """The prompt text that chat() feeds the model for `messages`."""
@@ -119,13 +128,25 @@ class Model(_core.Model):
             raise ValueError(f"top_k must be a non-negative integer, got {top_k!r}")
         if seed is not None and (not isinstance(seed, int) or seed < 0):
             raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}")
-        self._begin(ids, max_tokens, float(temperature), top_k, float(top_p), float(min_p), float(repeat_penalty), seed)
+        with self._session_lock:
+            self._begin(ids, max_tokens, float(temperature), top_k, float(top_p), float(min_p), float(repeat_penalty),
+                        seed)
+            self._session = session = object()
+        return session
 
-    def _stream_text(self, matcher: StopMatcher) -> Iterator[str]:
+    def _next_in(self, session) -> list[int]:
+        """The next tokens of `session`, which must still be the model's current one."""
+        with self._session_lock:
+            if self._session is not session:
+                raise RuntimeError("this generation was superseded by another generate/stream/chat call on the "
+                                   "same model; finish or discard one stream before starting the next")
+            return self._next_tokens()
+
+    def _stream_text(self, matcher: StopMatcher, session) -> Iterator[str]:
         tok = self.tokenizer
         utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
         while True:
-            chunk = self._next_tokens()
+            chunk = self._next_in(session)
             if not chunk:
                 break
             raw = b"".join(b"" if tok.is_control(t) else tok.token_to_piece(t) for t in chunk)

@@ -1,0 +1,206 @@
+// Causal attention over the head-major F16 KV cache (cache[kv_head][position][head_dim]).
+//
+// One block per (head, query row, split). A block walks its keys in chunks of kChunk with an
+// online softmax: thread t scores key t of the chunk (q in shared memory, K read 16 bytes at a
+// time), then the threads accumulate p_j * V_j with each thread owning a pair of output dims
+// (a row of V is read coalesced). Decode (one query row) splits the keys across blocks
+// (flash-decoding: kv_len can be thousands while there are only n_heads rows of work) and a second
+// kernel merges the partial (max, sum, acc) triples. Prefill runs one split per (head, row).
+#include "cuda/common.cuh"
+
+namespace akunu::cuda {
+
+namespace {
+
+constexpr int kThreads = 128;
+constexpr int kChunk = kThreads;     // keys scored per step: one per thread
+constexpr int kMaxPairsPerThread = 4;  // head_dim <= 1024 (checked at load)
+constexpr int kMaxSplits = 32;
+
+// Output-pair mapping of the V accumulation: `groups` sets of `pairs` threads take keys
+// round-robin, so small heads still use the whole block.
+struct VMap {
+    uint32_t pairs, groups, group, pair0;
+    bool active;
+    __device__ VMap(uint32_t head_dim) {
+        pairs = head_dim / 2;
+        if (pairs <= (uint32_t)kThreads) {
+            groups = kThreads / pairs;
+            group = threadIdx.x / pairs;
+            pair0 = threadIdx.x % pairs;
+            active = threadIdx.x < groups * pairs;
+        } else {
+            groups = 1;
+            group = 0;
+            pair0 = threadIdx.x;
+            active = true;
+        }
+    }
+};
+
+__global__ void __launch_bounds__(kThreads)
+    attention_kernel(const float *__restrict__ q_all, const __half *__restrict__ k_cache,
+                     const __half *__restrict__ v_cache, float *__restrict__ out, float *__restrict__ partial,
+                     AttentionParams p, PatchContext pc, uint32_t n_splits) {
+    extern __shared__ float smem[];
+    const uint32_t hd = p.head_dim;
+    float *q_s = smem;               // [hd]        q * scale
+    float *scores = q_s + hd;        // [kChunk]    softmax numerators of the chunk
+    float *red = scores + kChunk;    // [32]        reductions
+    float *acc_s = red + 32;         // [groups*hd] per-group accumulators, merged at the end
+
+    const uint32_t h = blockIdx.x, r = blockIdx.y, split = blockIdx.z, tid = threadIdx.x;
+    const uint32_t position = resolve_position(p.position, pc);
+    const uint32_t kv_len = resolve_kv_len(p.kv_len, pc);
+    const uint32_t n_ctx = min(position + r + 1, kv_len);  // causal: row r sees 0..position + r
+    const uint32_t per_split = (n_ctx + n_splits - 1) / n_splits;
+    const uint32_t k_begin = min(split * per_split, n_ctx), k_end = min(k_begin + per_split, n_ctx);
+
+    const size_t head_base = (size_t)(h / (p.n_heads / p.n_kv_heads)) * p.max_seq * hd;
+    const __half *K = k_cache + head_base, *V = v_cache + head_base;
+    const float *q = q_all + (size_t)r * p.q_stride + (size_t)h * hd;
+    for (uint32_t d = tid; d < hd; d += kThreads) q_s[d] = q[d] * p.scale;
+    __syncthreads();
+
+    const VMap vm(hd);
+    float2 acc[kMaxPairsPerThread];
+#pragma unroll
+    for (int i = 0; i < kMaxPairsPerThread; ++i) acc[i] = make_float2(0.f, 0.f);
+    float m = -INFINITY, l = 0.f;
+
+    for (uint32_t c0 = k_begin; c0 < k_end; c0 += kChunk) {
+        const uint32_t n = min((uint32_t)kChunk, k_end - c0);
+        float s = -INFINITY;
+        if (tid < n) {
+            const uint4 *kr = reinterpret_cast<const uint4 *>(K + (size_t)(c0 + tid) * hd);
+            s = 0.f;
+            for (uint32_t d8 = 0; d8 < hd / 8; ++d8) {
+                const uint4 v = __ldg(kr + d8);
+                const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    const float2 f = __half22float2(*reinterpret_cast<const __half2 *>(&w[j]));
+                    s = fmaf(q_s[8 * d8 + 2 * j], f.x, s);
+                    s = fmaf(q_s[8 * d8 + 2 * j + 1], f.y, s);
+                }
+            }
+        }
+        const float new_m = fmaxf(m, block_reduce<true>(s, red));
+        const float e = tid < n ? expf(s - new_m) : 0.f;
+        scores[tid] = e;
+        const float chunk_sum = block_reduce<false>(e, red);  // its barriers publish `scores`
+        const float corr = expf(m - new_m);                   // 0 on the first chunk (m = -inf)
+        l = l * corr + chunk_sum;
+        m = new_m;
+        if (vm.active) {
+#pragma unroll
+            for (int i = 0; i < kMaxPairsPerThread; ++i) {
+                acc[i].x *= corr;
+                acc[i].y *= corr;
+            }
+            for (uint32_t j = vm.group; j < n; j += vm.groups) {
+                const float w = scores[j];
+                const __half2 *vr = reinterpret_cast<const __half2 *>(V + (size_t)(c0 + j) * hd);
+#pragma unroll
+                for (int i = 0; i < kMaxPairsPerThread; ++i) {
+                    const uint32_t pair = vm.pair0 + (uint32_t)kThreads * i;
+                    if (pair < vm.pairs) {
+                        const float2 f = __half22float2(vr[pair]);
+                        acc[i].x = fmaf(w, f.x, acc[i].x);
+                        acc[i].y = fmaf(w, f.y, acc[i].y);
+                    }
+                }
+            }
+        }
+        __syncthreads();  // `scores` is rewritten by the next chunk
+    }
+
+    // Merge the key groups' accumulators.
+    if (vm.active) {
+#pragma unroll
+        for (int i = 0; i < kMaxPairsPerThread; ++i) {
+            const uint32_t pair = vm.pair0 + (uint32_t)kThreads * i;
+            if (pair < vm.pairs) {
+                acc_s[vm.group * hd + 2 * pair] = acc[i].x;
+                acc_s[vm.group * hd + 2 * pair + 1] = acc[i].y;
+            }
+        }
+    }
+    __syncthreads();
+    if (n_splits == 1) {
+        float *o = out + (size_t)r * p.out_stride + (size_t)h * hd;
+        const float inv = 1.0f / l;
+        for (uint32_t d = tid; d < hd; d += kThreads) {
+            float t = 0.f;
+            for (uint32_t g = 0; g < vm.groups; ++g) t += acc_s[g * hd + d];
+            o[d] = t * inv;
+        }
+    } else {
+        float *part = partial + ((size_t)h * n_splits + split) * (hd + 2);
+        if (tid == 0) {
+            part[0] = m;
+            part[1] = l;  // 0 for an empty split
+        }
+        for (uint32_t d = tid; d < hd; d += kThreads) {
+            float t = 0.f;
+            for (uint32_t g = 0; g < vm.groups; ++g) t += acc_s[g * hd + d];
+            part[2 + d] = t;
+        }
+    }
+}
+
+// Merges the splits of one head: out = sum_s acc_s e^(m_s - M) / sum_s l_s e^(m_s - M).
+__global__ void __launch_bounds__(kThreads)
+    attention_combine_kernel(const float *__restrict__ partial, float *__restrict__ out, AttentionParams p,
+                             uint32_t n_splits) {
+    const uint32_t h = blockIdx.x, hd = p.head_dim;
+    const float *base = partial + (size_t)h * n_splits * (hd + 2);
+    float M = -INFINITY;
+    for (uint32_t s = 0; s < n_splits; ++s)
+        if (base[s * (hd + 2) + 1] > 0.f) M = fmaxf(M, base[s * (hd + 2)]);
+    float L = 0.f;
+    for (uint32_t s = 0; s < n_splits; ++s) {
+        const float l = base[s * (hd + 2) + 1];
+        if (l > 0.f) L += l * expf(base[s * (hd + 2)] - M);
+    }
+    const float inv = 1.0f / L;
+    for (uint32_t d = threadIdx.x; d < hd; d += kThreads) {
+        float t = 0.f;
+        for (uint32_t s = 0; s < n_splits; ++s) {
+            const float *ps = base + s * (hd + 2);
+            if (ps[1] > 0.f) t += ps[2 + d] * expf(ps[0] - M);
+        }
+        out[(size_t)h * hd + d] = t * inv;
+    }
+}
+
+}  // namespace
+
+void launch_attention_f16kv(const LaunchArgs &a) {
+    const AttentionParams &p = params_of<AttentionParams>(a);
+    const uint32_t hd = p.head_dim;
+    if (hd % 8 != 0 || hd > 2u * kThreads * kMaxPairsPerThread || p.n_kv_heads == 0 || p.n_heads % p.n_kv_heads)
+        throw UnsupportedError("attention_f16kv on CUDA needs head_dim % 8 == 0, head_dim <= 1024 and whole GQA groups");
+    const uint32_t pairs = hd / 2, groups = pairs <= (uint32_t)kThreads ? kThreads / pairs : 1;
+    const size_t smem = (hd + kChunk + 32 + groups * hd) * sizeof(float);
+
+    // Decode: enough (head, split) blocks to fill the chip twice, within the workspace.
+    uint32_t n_splits = 1;
+    if (p.rows == 1) {
+        n_splits = std::min<uint32_t>(kMaxSplits, ceil_div_u(2u * a.workspace->sm_count, p.n_heads));
+        while (n_splits > 1 && (size_t)p.n_heads * n_splits * (hd + 2) > a.workspace->floats) --n_splits;
+    }
+    const auto *q = reinterpret_cast<const float *>(a.buffers[0]);
+    const auto *k = reinterpret_cast<const __half *>(a.buffers[1]);
+    const auto *v = reinterpret_cast<const __half *>(a.buffers[2]);
+    auto *out = reinterpret_cast<float *>(a.buffers[3]);
+    dim3 grid(p.n_heads, p.rows, n_splits);
+    attention_kernel<<<grid, kThreads, smem, a.stream>>>(q, k, v, out, a.workspace->data, p, a.patch, n_splits);
+    check_launch("attention_f16kv");
+    if (n_splits > 1) {
+        attention_combine_kernel<<<p.n_heads, kThreads, 0, a.stream>>>(a.workspace->data, out, p, n_splits);
+        check_launch("attention_f16kv (combine)");
+    }
+}
+
+}  // namespace akunu::cuda

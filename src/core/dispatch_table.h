@@ -52,6 +52,9 @@ struct DispatchTable {
     std::vector<DispatchCmd> commands;   // hot: replayed per token
     std::vector<DispatchLabel> labels;   // cold: one per command, for profiling and tests
     std::vector<std::string> kernel_names;  // cold: one per command
+    // Long-lived (the decode table): backends may cache work per table, e.g. CUDA captures its
+    // replays as graphs. Tables built per call (prefill, evaluation) leave it false.
+    bool persistent = false;
 };
 
 // Fluent helper that fills one DispatchCmd and appends it:

@@ -35,7 +35,9 @@ DispatchTable build_forward_table(const ModelContext &ctx, const ForwardSpec &sp
 inline DispatchTable build_dispatch_table(const ModelContext &ctx) {
     ForwardSpec spec;
     spec.patched = true;
-    return build_forward_table(ctx, spec);
+    DispatchTable table = build_forward_table(ctx, spec);
+    table.persistent = true;  // built once at load, replayed for every token
+    return table;
 }
 
 }  // namespace akunu

@@ -1,0 +1,189 @@
+#include "backend/cuda/cuda_device.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/dispatch_table.h"
+#include "core/errors.h"
+
+namespace akunu::cuda {
+
+namespace {
+
+void check(cudaError_t e, const char *what) {
+    if (e != cudaSuccess) throw AkunuError(std::string("CUDA ") + what + " failed: " + cudaGetErrorString(e));
+}
+
+// Quantized GEMMs take the F32 activations directly (dequantize-and-dot in the kernel): on a GPU
+// the activation row is tiny next to the weights, and one kernel beats two launches.
+const DTypeDescriptor kCudaDTypes[] = {
+    {DType::F32, "gemm_f32", "embedding_f32", nullptr, nullptr},
+    {DType::F16, "gemm_f16", "embedding_f16", nullptr, nullptr},
+    {DType::BF16, "gemm_bf16", "embedding_bf16", nullptr, nullptr},
+    {DType::Q8_0, "gemm_q8_0", "embedding_q8_0", nullptr, nullptr},
+    {DType::Q4_0, "gemm_q4_0", "embedding_q4_0", nullptr, nullptr},
+    {DType::Q4_1, "gemm_q4_1", "embedding_q4_1", nullptr, nullptr},
+};
+
+constexpr size_t kStagingHalf = 16u << 20;        // bytes per pinned staging half
+constexpr size_t kWorkspaceFloats = 4u << 20;     // 16 MB of split-attention partials
+
+}  // namespace
+
+int device_count() {
+    int n = 0;
+    // No driver, no GPU, or a driver older than the runtime: all mean "no CUDA device".
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return n;
+}
+
+CudaDevice::CudaDevice(int device_index) : device_(device_index) {
+    if (device_count() <= device_index) throw UnsupportedError("backend 'cuda': no CUDA device is available");
+    check(cudaSetDevice(device_), "set device");
+    cudaDeviceProp prop{};
+    check(cudaGetDeviceProperties(&prop, device_), "device properties");
+    name_ = prop.name;
+    total_memory_ = prop.totalGlobalMem;
+    sm_count_ = prop.multiProcessorCount;
+    l2_bytes_ = (size_t)prop.l2CacheSize;
+    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream create");
+    check(cudaMalloc(&base_position_, sizeof(uint32_t)), "malloc");
+    check(cudaMemset(base_position_, 0, sizeof(uint32_t)), "memset");
+    check(cudaMalloc(&workspace_.data, kWorkspaceFloats * sizeof(float)), "malloc");
+    workspace_.floats = kWorkspaceFloats;
+    workspace_.sm_count = sm_count_;
+}
+
+CudaDevice::~CudaDevice() {
+    cudaSetDevice(device_);
+    if (stream_) cudaStreamSynchronize(stream_);
+    graphs_.clear();
+    if (staging_) cudaFreeHost(staging_);
+    for (cudaEvent_t e : staging_done_)
+        if (e) cudaEventDestroy(e);
+    cudaFree(workspace_.data);
+    cudaFree(base_position_);
+    if (stream_) cudaStreamDestroy(stream_);
+}
+
+ChipConfig CudaDevice::chip_config() const { return ChipConfig::for_gpu(sm_count_, l2_bytes_); }
+
+const DTypeDescriptor *CudaDevice::dtype_lookup(DType t) const {
+    for (const DTypeDescriptor &d : kCudaDTypes)
+        if (d.dtype == t) return &d;
+    return nullptr;
+}
+
+Pipeline CudaDevice::get_pipeline(const std::string &kernel_name) {
+    LaunchFn fn = find_launcher(kernel_name.c_str());
+    if (!fn) throw UnsupportedError("the cuda backend has no kernel '" + kernel_name + "'");
+    Pipeline p;
+    p.handle = reinterpret_cast<void *>(fn);
+    return p;
+}
+
+Buffer CudaDevice::allocate(size_t bytes) {
+    void *p = nullptr;
+    const size_t n = bytes ? bytes : 4;
+    cudaError_t e = cudaMalloc(&p, n);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        throw AkunuError("CUDA out of memory allocating " + std::to_string(bytes) + " bytes");
+    }
+    check(cudaMemsetAsync(p, 0, n, stream_), "memset");
+    Buffer b;
+    b.handle = p;
+    b.size = bytes;
+    return b;
+}
+
+// mmap -> pinned staging -> device, in chunks, double buffered: the memcpy into one staging half
+// overlaps the DMA out of the other. Pageable-to-device copies would stage through the driver's
+// own small buffer at a fraction of the bandwidth.
+Buffer CudaDevice::upload_weights(const void *host, size_t bytes) {
+    Buffer b = allocate(bytes);
+    if (!staging_) {
+        check(cudaMallocHost(&staging_, 2 * kStagingHalf), "pinned staging alloc");
+        for (cudaEvent_t &e : staging_done_) check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "event");
+        for (cudaEvent_t e : staging_done_) check(cudaEventRecord(e, stream_), "event record");
+    }
+    const uint8_t *src = static_cast<const uint8_t *>(host);
+    uint8_t *dst = static_cast<uint8_t *>(b.handle);
+    for (size_t off = 0, i = 0; off < bytes; off += kStagingHalf, ++i) {
+        const size_t n = std::min(kStagingHalf, bytes - off);
+        const int half = (int)(i & 1);
+        uint8_t *stage = static_cast<uint8_t *>(staging_) + half * kStagingHalf;
+        check(cudaEventSynchronize(staging_done_[half]), "staging wait");
+        std::memcpy(stage, src + off, n);
+        check(cudaMemcpyAsync(dst + off, stage, n, cudaMemcpyHostToDevice, stream_), "weight upload");
+        check(cudaEventRecord(staging_done_[half], stream_), "event record");
+    }
+    return b;
+}
+
+void CudaDevice::free_buffer(Buffer &buf) {
+    if (buf.handle) {
+        cudaStreamSynchronize(stream_);
+        cudaFree(buf.handle);
+    }
+    buf = Buffer{};
+}
+
+// Stream-ordered: pageable host memory is staged before cudaMemcpyAsync returns, so `src` may be
+// reused at once, and the copy lands after everything encoded before it.
+void CudaDevice::write_buffer(const Buffer &dst, const void *src, size_t bytes, size_t offset) {
+    check(cudaMemcpyAsync(static_cast<uint8_t *>(dst.handle) + offset, src, bytes, cudaMemcpyHostToDevice, stream_),
+          "write");
+}
+
+void CudaDevice::read_buffer(void *dst, const Buffer &src, size_t bytes, size_t offset) {
+    check(cudaMemcpyAsync(dst, static_cast<const uint8_t *>(src.handle) + offset, bytes, cudaMemcpyDeviceToHost,
+                          stream_),
+          "read");
+    synchronize();
+}
+
+void CudaDevice::launch_commands(const DispatchTable &table, int count, int begin, int end) {
+    DispatchCmd patched;
+    LaunchArgs args{};
+    args.stream = stream_;
+    args.workspace = &workspace_;
+    for (int t = 0; t < count; ++t) {
+        for (int c = begin; c < end; ++c) {
+            const DispatchCmd *cmd = &table.commands[(size_t)c];
+            if (cmd->patch == PatchType::TokenOffset || cmd->patch == PatchType::ArgmaxOutput) {
+                // Token-slot patches depend on the token index alone: resolved here, once.
+                apply_patch(*cmd, t, 0, patched);
+                cmd = &patched;
+            }
+            for (int i = 0; i < cmd->buffer_count; ++i)
+                args.buffers[i] = static_cast<uint8_t *>(cmd->buffers[i].handle) + cmd->offsets[i];
+            args.params = cmd->params;
+            // Position patches are applied by the kernel from base_position_ (device memory).
+            args.patch = PatchContext{base_position_, (uint32_t)t, cmd->patch};
+            reinterpret_cast<LaunchFn>(cmd->pipeline.handle)(args);
+        }
+    }
+}
+
+void CudaDevice::encode_dispatch_table(const DispatchTable &table, int start_position, int count, int cmd_begin,
+                                       int cmd_end) {
+    if (cmd_end < 0) cmd_end = (int)table.commands.size();
+    if (count <= 0 || cmd_begin >= cmd_end) return;
+    launch_set_u32(base_position_, (uint32_t)start_position, stream_);
+    if (!table.persistent) {
+        // Built per call (prefill, evaluation): capturing would cost more than it saves.
+        launch_commands(table, count, cmd_begin, cmd_end);
+        return;
+    }
+    GraphCache::Key key{table.commands.data(), table.commands.size(), count, cmd_begin, cmd_end};
+    cudaGraphExec_t exec = graphs_.get_or_capture(key, stream_, [&] { launch_commands(table, count, cmd_begin, cmd_end); });
+    check(cudaGraphLaunch(exec, stream_), "graph launch");
+}
+
+void CudaDevice::synchronize() { check(cudaStreamSynchronize(stream_), "synchronize"); }
+
+}  // namespace akunu::cuda

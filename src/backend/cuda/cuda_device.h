@@ -1,0 +1,66 @@
+// CudaDevice: runs dispatch tables on one NVIDIA GPU. Buffers are device memory (Buffer.handle is
+// the device pointer, contents is null), weights are copied up once through pinned staging, and
+// a replay of a long-lived table is one CUDA graph launch (see graph_cache.h and
+// docs/adr/0001-cuda-graph-replay.md).
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <string>
+
+#include "backend/cuda/graph_cache.h"
+#include "core/device.h"
+#include "cuda/launch.h"
+
+namespace akunu::cuda {
+
+// Number of usable CUDA devices; 0 when there is no driver or no GPU (never throws).
+int device_count();
+
+// Launcher for a kernel name, or nullptr (kernel_registry.cpp).
+LaunchFn find_launcher(const char *name);
+
+class CudaDevice final : public Device {
+public:
+    explicit CudaDevice(int device_index = 0);
+    ~CudaDevice() override;
+
+    std::string name() const override { return name_; }
+    const char *backend_name() const override { return "cuda"; }
+    size_t total_memory() const override { return total_memory_; }
+    ChipConfig chip_config() const override;
+    const DTypeDescriptor *dtype_lookup(DType t) const override;
+
+    Pipeline get_pipeline(const std::string &kernel_name) override;
+
+    Buffer allocate(size_t bytes) override;
+    Buffer upload_weights(const void *host, size_t bytes) override;
+    void free_buffer(Buffer &buf) override;
+    void write_buffer(const Buffer &dst, const void *src, size_t bytes, size_t offset) override;
+    void read_buffer(void *dst, const Buffer &src, size_t bytes, size_t offset) override;
+
+    void encode_dispatch_table(const DispatchTable &table, int start_position, int count, int cmd_begin,
+                               int cmd_end) override;
+    void synchronize() override;
+
+    size_t graphs_captured() const { return graphs_.size(); }
+
+private:
+    // Enqueues commands [begin, end) for `count` tokens on stream_ (eagerly, or into a capture).
+    void launch_commands(const DispatchTable &table, int count, int begin, int end);
+
+    int device_ = 0;
+    std::string name_;
+    size_t total_memory_ = 0;
+    int sm_count_ = 1;
+    size_t l2_bytes_ = 0;
+    cudaStream_t stream_ = nullptr;
+    uint32_t *base_position_ = nullptr;  // device: start position of the replay in flight
+    Workspace workspace_;                // device: split-attention partials
+    // Pinned staging for weight uploads: two halves, so one fills while the other copies.
+    void *staging_ = nullptr;
+    cudaEvent_t staging_done_[2] = {nullptr, nullptr};
+    GraphCache graphs_;
+};
+
+}  // namespace akunu::cuda

@@ -1,0 +1,44 @@
+// The CUDA backend's kernel library: the names used by DTypeDescriptor / ArchDescriptor ->
+// launchers (cuda/*.cu). Same names and semantics as the CPU backend's registry.
+#include <cstring>
+
+#include "cuda/launch.h"
+#include "backend/cuda/cuda_device.h"
+
+namespace akunu::cuda {
+
+namespace {
+struct KernelEntry {
+    const char *name;
+    LaunchFn fn;
+};
+
+const KernelEntry kKernels[] = {
+    {"embedding_f32", launch_embedding_f32},
+    {"embedding_f16", launch_embedding_f16},
+    {"embedding_bf16", launch_embedding_bf16},
+    {"embedding_q8_0", launch_embedding_q8_0},
+    {"embedding_q4_0", launch_embedding_q4_0},
+    {"embedding_q4_1", launch_embedding_q4_1},
+    {"gemm_f32", launch_gemm_f32},
+    {"gemm_f16", launch_gemm_f16},
+    {"gemm_bf16", launch_gemm_bf16},
+    {"gemm_q8_0", launch_gemm_q8_0},
+    {"gemm_q4_0", launch_gemm_q4_0},
+    {"gemm_q4_1", launch_gemm_q4_1},
+    {"rmsnorm_f32", launch_rmsnorm_f32},
+    {"rope_interleaved_kv_write", launch_rope_interleaved_kv_write},
+    {"rope_neox_kv_write", launch_rope_neox_kv_write},
+    {"attention_f16kv", launch_attention_f16kv},
+    {"silu_mul_f32", launch_silu_mul_f32},
+    {"argmax_f32", launch_argmax_f32},
+};
+}  // namespace
+
+LaunchFn find_launcher(const char *name) {
+    for (const KernelEntry &e : kKernels)
+        if (std::strcmp(e.name, name) == 0) return e.fn;
+    return nullptr;
+}
+
+}  // namespace akunu::cuda

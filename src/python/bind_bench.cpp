@@ -148,12 +148,15 @@ public:
         for (size_t i = 0; i < n; ++i) p[i] = half_bits(rng.uniform(lo, hi));
     }
 
-    // Seconds per replay of the whole table, averaged over `iters` replays after one warm-up.
-    double run(int iters) {
+    // Seconds per replay of the whole table, averaged over `iters` replays (after one untimed
+    // warm-up replay when `warmup`).
+    double run(int iters, bool warmup = true) {
         if (iters < 1) throw nb::value_error("iters must be >= 1");
         akunu::Device &dev = *dev_;
-        dev.encode_dispatch_table(table, 0, 1);
-        dev.synchronize();
+        if (warmup) {
+            dev.encode_dispatch_table(table, 0, 1);
+            dev.synchronize();
+        }
         auto t0 = std::chrono::steady_clock::now();
         dev.encode_dispatch_table(table, 0, iters);
         dev.synchronize();
@@ -340,8 +343,10 @@ double timed(std::unique_ptr<KernelBench> kb, int iters) {
 
 void bind_bench(nb::module_ &m) {
     nb::class_<KernelBench>(m, "_KernelBench", "One kernel as a dispatch table on its own CPU device (benchmarks).")
-        .def("run", &KernelBench::run, nb::arg("iters"), nb::call_guard<nb::gil_scoped_release>(),
-             "Replay the table `iters` times after one warm-up replay; returns seconds per replay.")
+        .def("run", &KernelBench::run, nb::arg("iters"), nb::arg("warmup") = true,
+             nb::call_guard<nb::gil_scoped_release>(),
+             "Replay the table `iters` times (after one untimed warm-up replay when `warmup`); returns seconds "
+             "per replay.")
         .def(
             "buffer",
             [](const KernelBench &kb, const std::string &name) {

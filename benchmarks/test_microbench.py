@@ -1,0 +1,179 @@
+"""Microbenchmarks of the hot CPU kernels, timed through the real engine path.
+
+    python -m pytest benchmarks/test_microbench.py --benchmark-only
+
+Each kernel runs as a one-command dispatch table on its own CpuDevice (akunu._core._bench_*_setup, in
+src/python/bind_bench.cpp): built with CmdBuilder exactly as the table builder builds it (for quantized
+weights the activation-quantization command included) and replayed with encode_dispatch_table.
+
+* GEMV (M = 1) per weight dtype on a 16384 x 4096 matrix (F16: 128 MiB, Q8_0: 68 MiB, Q4_0: 36 MiB, Q4_1:
+  40 MiB; all larger than this machine's 32 MiB L3), in GB/s of weight bytes read per second, and as a
+  percentage of the machine's memory copy bandwidth measured in the same run with numpy (same thread count,
+  256 MiB buffers). Copy bandwidth is reported in two conventions:
+    - "copy"      bytes copied per second (each byte is read once and written once);
+    - "copy r+w"  read + write traffic per second = 2 x copy (STREAM's convention).
+  The headline percentage (`pct_of_copy_bw`) divides the GEMV's weight-read rate by the **copy r+w**
+  figure, i.e. it compares memory traffic with memory traffic; the percentage against bytes copied/s is
+  printed and stored too (`pct_of_copy_bytes`), and it is twice as large.
+* Decode attention over a 4096-position F16 KV cache (Llama-3.1-8B heads: 32 q heads, 8 kv heads, head_dim
+  128), in GB/s of KV cache read.
+* RMSNorm of one row (decode) and of 512 rows (prefill) of dim 4096.
+
+Assertions are about correctness only (each kernel's output against numpy); speed goes into the benchmark's
+extra_info and into the summary printed at the end (benchmarks/conftest.py). Threads: $AKUNU_BENCH_THREADS,
+else all cores.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from akunu import _core
+
+THREADS = int(os.environ.get("AKUNU_BENCH_THREADS", "0")) or (os.cpu_count() or 1)
+GEMV_N, GEMV_K = 16384, 4096
+SUMMARY: list[str] = []  # printed by conftest.py's pytest_terminal_summary
+
+
+def _llc_bytes() -> int:
+    try:
+        return os.sysconf("SC_LEVEL3_CACHE_SIZE") or 0
+    except (ValueError, OSError):
+        return 0
+
+
+@pytest.fixture(scope="session")
+def copy_bandwidth() -> dict:
+    """numpy memory copy bandwidth with THREADS threads over 256 MiB buffers (best of 7)."""
+    n_bytes = 256 << 20
+    src = np.ones(n_bytes // 8, dtype=np.float64)
+    dst = np.empty_like(src)
+    parts = np.array_split(np.arange(src.size), THREADS)
+    bounds = [(int(p[0]), int(p[-1]) + 1) for p in parts if p.size]
+
+    def copy(b):
+        np.copyto(dst[b[0]:b[1]], src[b[0]:b[1]])  # numpy releases the GIL for plain copies
+
+    best = math.inf
+    with ThreadPoolExecutor(THREADS) as pool:
+        list(pool.map(copy, bounds))  # page in
+        for _ in range(7):
+            t0 = time.perf_counter()
+            list(pool.map(copy, bounds))
+            best = min(best, time.perf_counter() - t0)
+    bw = {"copy_GBps": n_bytes / best / 1e9, "copy_rw_GBps": 2 * n_bytes / best / 1e9, "threads": THREADS}
+    SUMMARY.append(f"memory copy bandwidth ({THREADS} threads, numpy, 256 MiB): {bw['copy_GBps']:.2f} GB/s copied "
+                   f"= {bw['copy_rw_GBps']:.2f} GB/s read+write traffic")
+    return bw
+
+
+def _time(benchmark, kb, iters: int, rounds: int) -> dict:
+    """pytest-benchmark times kb.run(iters) calls; returns seconds per replay (median and best)."""
+    benchmark.pedantic(kb.run, args=(iters, False), rounds=rounds, iterations=1, warmup_rounds=1)
+    st = benchmark.stats.stats
+    return {"median_s": st.median / iters, "min_s": st.min / iters}
+
+
+def _floats(kb, name) -> np.ndarray:
+    return np.frombuffer(kb.buffer(name), dtype=np.float32)
+
+
+def _halves(kb, name) -> np.ndarray:
+    return np.frombuffer(kb.buffer(name), dtype=np.float16).astype(np.float32)
+
+
+# --- GEMV ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["F16", "Q8_0", "Q4_0", "Q4_1"])
+def test_gemv(benchmark, copy_bandwidth, dtype):
+    kb = _core._bench_gemm_setup(dtype, GEMV_N, GEMV_K, 1, THREADS, 1)
+    weight_bytes = kb.bytes_read
+    llc = _llc_bytes()
+    assert llc == 0 or weight_bytes > llc, "the matrix must not fit the last-level cache"
+
+    # Correctness: the engine's output against numpy on the dequantized weights.
+    kb.run(1)
+    y = _floats(kb, "y")
+    w = np.asarray(_core._dequantize(dtype, kb.buffer("w"), GEMV_N * GEMV_K)).reshape(GEMV_N, GEMV_K)
+    x = _floats(kb, "x")
+    ref = w.astype(np.float64) @ x.astype(np.float64)
+    err = np.abs(y - ref).max() / np.abs(ref).max()
+    del w
+    assert err < 2e-3, f"{dtype} GEMV disagrees with numpy: max relative error {err:.2e}"
+
+    t = _time(benchmark, kb, iters=1, rounds=30)
+    gbps = weight_bytes / t["median_s"] / 1e9
+    pct = 100 * gbps / copy_bandwidth["copy_rw_GBps"]
+    pct_bytes = 100 * gbps / copy_bandwidth["copy_GBps"]
+    benchmark.extra_info.update({
+        "kernels": list(kb.kernels), "threads": THREADS, "shape": [GEMV_N, GEMV_K], "weight_bytes": weight_bytes,
+        "seconds_per_gemv_median": t["median_s"], "seconds_per_gemv_min": t["min_s"],
+        "GBps_weights": gbps, "GBps_weights_best": weight_bytes / t["min_s"] / 1e9,
+        "copy_GBps": copy_bandwidth["copy_GBps"], "copy_rw_GBps": copy_bandwidth["copy_rw_GBps"],
+        "pct_of_copy_bw": pct, "pct_of_copy_bytes": pct_bytes, "pct_basis": "copy read+write traffic (2x bytes copied)",
+    })
+    SUMMARY.append(f"GEMV {dtype:<5} {GEMV_N}x{GEMV_K} ({weight_bytes / 2**20:.0f} MiB): {t['median_s'] * 1e3:7.2f} ms = "
+                   f"{gbps:6.2f} GB/s of weights = {pct:5.1f}% of copy r+w bandwidth "
+                   f"({pct_bytes:5.1f}% of bytes-copied/s)  [{' + '.join(kb.kernels)}]")
+
+
+# --- attention ------------------------------------------------------------------------------------
+
+
+def _attention_ref(kb, n_heads, n_kv, hd, kv_len):
+    qkv = _floats(kb, "qkv")
+    q = qkv[: n_heads * hd].reshape(n_heads, hd)
+    k = _halves(kb, "k_cache").reshape(n_kv, kv_len, hd)
+    v = _halves(kb, "v_cache").reshape(n_kv, kv_len, hd)
+    out = np.empty((n_heads, hd))
+    g = n_heads // n_kv
+    for h in range(n_heads):
+        s = k[h // g] @ q[h] / math.sqrt(hd)
+        p = np.exp(s - s.max())
+        out[h] = (p / p.sum()) @ v[h // g]
+    return out.reshape(-1)
+
+
+def test_attention_decode(benchmark):
+    n_heads, n_kv, hd, kv_len = 32, 8, 128, 4096
+    kb = _core._bench_attention_setup(n_heads, n_kv, hd, kv_len, THREADS, 2)
+    kb.run(1)
+    ref = _attention_ref(kb, n_heads, n_kv, hd, kv_len)
+    out = _floats(kb, "out")
+    assert np.abs(out - ref).max() < 1e-3 * max(1.0, np.abs(ref).max()), "attention disagrees with numpy"
+
+    t = _time(benchmark, kb, iters=4, rounds=20)
+    gbps = kb.bytes_read / t["median_s"] / 1e9
+    benchmark.extra_info.update({"threads": THREADS, "n_heads": n_heads, "n_kv_heads": n_kv, "head_dim": hd,
+                                 "kv_len": kv_len, "kv_bytes": kb.bytes_read, "seconds_median": t["median_s"],
+                                 "GBps_kv": gbps, "kernels": list(kb.kernels)})
+    SUMMARY.append(f"attention decode {n_heads}/{n_kv} heads x {hd}, {kv_len} positions ({kb.bytes_read / 2**20:.0f} MiB "
+                   f"F16 KV): {t['median_s'] * 1e3:7.3f} ms = {gbps:6.2f} GB/s of KV")
+
+
+# --- RMSNorm --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rows", [1, 512])
+def test_rmsnorm(benchmark, rows):
+    dim = 4096
+    kb = _core._bench_rmsnorm_setup(dim, rows, THREADS, 3)
+    kb.run(1)
+    x = _floats(kb, "x").reshape(rows, dim).astype(np.float64)
+    w = _floats(kb, "weight").astype(np.float64)
+    ref = x / np.sqrt((x * x).mean(axis=1, keepdims=True) + 1e-5) * w
+    assert np.abs(_floats(kb, "out").reshape(rows, dim) - ref).max() < 1e-4 * np.abs(ref).max()
+
+    iters = 200 if rows == 1 else 4
+    t = _time(benchmark, kb, iters=iters, rounds=20)
+    gbps = kb.bytes_read / t["median_s"] / 1e9
+    benchmark.extra_info.update({"threads": THREADS, "dim": dim, "rows": rows, "seconds_median": t["median_s"],
+                                 "GBps_x": gbps})
+    SUMMARY.append(f"rmsnorm {rows}x{dim}: {t['median_s'] * 1e6:9.2f} us per replay ({gbps:6.2f} GB/s of x)")

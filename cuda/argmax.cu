@@ -17,6 +17,7 @@ __device__ __forceinline__ void better(float &v, uint32_t &i, float v2, uint32_t
 
 __global__ void __launch_bounds__(kArgmaxThreads)
     argmax_kernel(const float *__restrict__ x, uint32_t *__restrict__ out, ArgmaxParams p) {
+    pdl_enter();
     __shared__ float vals[32];
     __shared__ uint32_t idxs[32];
     float v = -INFINITY;
@@ -46,7 +47,7 @@ __global__ void set_u32_kernel(uint32_t *dst, uint32_t value) { *dst = value; }
 
 void launch_argmax_f32(const LaunchArgs &a) {
     const ArgmaxParams &p = params_of<ArgmaxParams>(a);
-    argmax_kernel<<<1, kArgmaxThreads, 0, a.stream>>>(reinterpret_cast<const float *>(a.buffers[0]),
+    launch_pdl(argmax_kernel, 1, kArgmaxThreads, 0, a, reinterpret_cast<const float *>(a.buffers[0]),
                                                       reinterpret_cast<uint32_t *>(a.buffers[1]), p);
     check_launch("argmax_f32");
 }

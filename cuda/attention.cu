@@ -42,6 +42,7 @@ __global__ void __launch_bounds__(kThreads)
     attention_kernel(const float *__restrict__ q_all, const __half *__restrict__ k_cache,
                      const __half *__restrict__ v_cache, float *__restrict__ out, float *__restrict__ partial,
                      AttentionParams p, PatchContext pc, uint32_t n_splits) {
+    pdl_enter();
     extern __shared__ float smem[];
     const uint32_t hd = p.head_dim;
     float *q_s = smem;               // [hd]        q * scale
@@ -153,6 +154,7 @@ __global__ void __launch_bounds__(kThreads)
 __global__ void __launch_bounds__(kThreads)
     attention_combine_kernel(const float *__restrict__ partial, float *__restrict__ out, AttentionParams p,
                              uint32_t n_splits) {
+    pdl_enter();
     const uint32_t h = blockIdx.x, hd = p.head_dim;
     const float *base = partial + (size_t)h * n_splits * (hd + 2);
     float M = -INFINITY;
@@ -195,10 +197,10 @@ void launch_attention_f16kv(const LaunchArgs &a) {
     const auto *v = reinterpret_cast<const __half *>(a.buffers[2]);
     auto *out = reinterpret_cast<float *>(a.buffers[3]);
     dim3 grid(p.n_heads, p.rows, n_splits);
-    attention_kernel<<<grid, kThreads, smem, a.stream>>>(q, k, v, out, a.workspace->data, p, a.patch, n_splits);
+    launch_pdl(attention_kernel, grid, kThreads, smem, a, q, k, v, out, a.workspace->data, p, a.patch, n_splits);
     check_launch("attention_f16kv");
     if (n_splits > 1) {
-        attention_combine_kernel<<<p.n_heads, kThreads, 0, a.stream>>>(a.workspace->data, out, p, n_splits);
+        launch_pdl(attention_combine_kernel, p.n_heads, kThreads, 0, a, a.workspace->data, out, p, n_splits);
         check_launch("attention_f16kv (combine)");
     }
 }

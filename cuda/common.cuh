@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "core/errors.h"
 #include "core/kernel_params.h"
@@ -27,6 +28,34 @@ const P &params_of(const LaunchArgs &a) {
 }
 
 inline unsigned ceil_div_u(uint64_t a, uint64_t b) { return (unsigned)((a + b - 1) / b); }
+
+// Launches `kernel` with programmatic dependent launch (Hopper+): the next kernel of the stream
+// (or graph) may be scheduled while this one runs, and waits in pdl_enter() until this one has
+// finished and its writes are visible. This hides the launch gap between the ~160 small kernels
+// of a decode step. Every kernel launched through here must call pdl_enter() first.
+template <typename... KArgs, typename... Args>
+void launch_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, const LaunchArgs &a, Args &&...args) {
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = a.stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = a.workspace && a.workspace->pdl ? 1 : 0;
+    cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
+
+// --- device: kernel entry -----------------------------------------------------------------
+// Waits for the previous kernel (programmatic dependent launch), then lets the next one launch.
+__device__ __forceinline__ void pdl_enter() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
 
 // --- device: the command's patch, applied at kernel entry --------------------------------
 __device__ __forceinline__ bool patches_position(PatchType t) {
@@ -67,10 +96,6 @@ __device__ __forceinline__ float block_reduce(float v, float *red) {
 }
 
 // --- device: weight formats ----------------------------------------------------------------
-// Each format exposes, per 32-element block:
-//   kBlockBytes                   bytes of one block of 32 weights
-//   dot(blk, x)                   sum_j w_j x_j with x[32] in registers (fp32 accumulate)
-//   dequant_half(blk, h, out)     elements 16h..16h+15 as floats
 // Small integers become floats through the exponent trick: 0x4B000000 | b is 2^23 + b as a float,
 // one byte permute and one add instead of a slow integer-to-float conversion.
 __device__ __forceinline__ float byte_as_float(uint32_t word, int byte) {
@@ -85,24 +110,27 @@ __device__ __forceinline__ float load_f16(const uint8_t *p) {
     return __half2float(__ushort_as_half(__ldg(reinterpret_cast<const unsigned short *>(p))));
 }
 
+// Every format exposes, per 32-element block:
+//   kBlockBytes                      bytes of one block of 32 weights
+//   dot8(blk, i, xa, xb)             the dot over slice i (0..3) of the block: elements 4i..4i+3
+//                                    (with xa) and 16+4i..16+4i+3 (with xb), the pairing of a Q4
+//                                    byte's two nibbles. Four lanes cover a block, so a warp reads
+//                                    8 consecutive blocks (coalesced) and 8 consecutive x chunks.
+//   dequant_half(blk, h, out)        elements 16h..16h+15 as floats
+__device__ __forceinline__ float dot4(float4 x, float a, float b, float c, float d, float s) {
+    return fmaf(a, x.x, fmaf(b, x.y, fmaf(c, x.z, fmaf(d, x.w, s))));
+}
+__device__ __forceinline__ float hsum4(float4 x) { return (x.x + x.y) + (x.z + x.w); }
+
 struct FmtQ4_0 {
     static constexpr int kBlockBytes = sizeof(BlockQ4_0);
-    __device__ static float dot(const uint8_t *blk, const float *x) {
+    __device__ static float dot8(const uint8_t *blk, int i, float4 xa, float4 xb) {
         const float d = load_f16(blk);
-        uint32_t q[4];
-#pragma unroll
-        for (int i = 0; i < 4; ++i) q[i] = load_u32_a2(blk + 2 + 4 * i);
-        float s = 0.f;
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const uint32_t lo = q[i] & 0x0F0F0F0Fu, hi = (q[i] >> 4) & 0x0F0F0F0Fu;
-#pragma unroll
-            for (int b = 0; b < 4; ++b) {
-                s = fmaf(byte_as_float(lo, b) - 8.f, x[4 * i + b], s);
-                s = fmaf(byte_as_float(hi, b) - 8.f, x[16 + 4 * i + b], s);
-            }
-        }
-        return s * d;
+        const uint32_t q = load_u32_a2(blk + 2 + 4 * i);
+        const uint32_t lo = q & 0x0F0F0F0Fu, hi = (q >> 4) & 0x0F0F0F0Fu;
+        float s = dot4(xa, byte_as_float(lo, 0), byte_as_float(lo, 1), byte_as_float(lo, 2), byte_as_float(lo, 3), 0.f);
+        s = dot4(xb, byte_as_float(hi, 0), byte_as_float(hi, 1), byte_as_float(hi, 2), byte_as_float(hi, 3), s);
+        return (s - 8.f * (hsum4(xa) + hsum4(xb))) * d;  // nibble - 8, folded into one term
     }
     __device__ static void dequant_half(const uint8_t *blk, int h, float *out) {
         const float d = load_f16(blk);
@@ -118,23 +146,14 @@ struct FmtQ4_0 {
 
 struct FmtQ4_1 {
     static constexpr int kBlockBytes = sizeof(BlockQ4_1);
-    static constexpr bool kNeedsXSum = true;
     // Q4_1's offset: sum_j (n_j d + m) x_j = d sum n_j x_j + m sum x_j.
-    __device__ static float dot(const uint8_t *blk, const float *x) {
+    __device__ static float dot8(const uint8_t *blk, int i, float4 xa, float4 xb) {
         const float d = load_f16(blk), m = load_f16(blk + 2);
-        float s = 0.f, xs = 0.f;
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const uint32_t q = __ldg(reinterpret_cast<const uint32_t *>(blk + 4 + 4 * i));  // 4-byte aligned
-            const uint32_t lo = q & 0x0F0F0F0Fu, hi = (q >> 4) & 0x0F0F0F0Fu;
-#pragma unroll
-            for (int b = 0; b < 4; ++b) {
-                s = fmaf(byte_as_float(lo, b), x[4 * i + b], s);
-                s = fmaf(byte_as_float(hi, b), x[16 + 4 * i + b], s);
-                xs += x[4 * i + b] + x[16 + 4 * i + b];
-            }
-        }
-        return s * d + xs * m;
+        const uint32_t q = __ldg(reinterpret_cast<const uint32_t *>(blk + 4 + 4 * i));  // 4-byte aligned
+        const uint32_t lo = q & 0x0F0F0F0Fu, hi = (q >> 4) & 0x0F0F0F0Fu;
+        float s = dot4(xa, byte_as_float(lo, 0), byte_as_float(lo, 1), byte_as_float(lo, 2), byte_as_float(lo, 3), 0.f);
+        s = dot4(xb, byte_as_float(hi, 0), byte_as_float(hi, 1), byte_as_float(hi, 2), byte_as_float(hi, 3), s);
+        return s * d + (hsum4(xa) + hsum4(xb)) * m;
     }
     __device__ static void dequant_half(const uint8_t *blk, int h, float *out) {
         const float d = load_f16(blk), m = load_f16(blk + 2);
@@ -151,16 +170,13 @@ struct FmtQ4_1 {
 struct FmtQ8_0 {
     static constexpr int kBlockBytes = sizeof(BlockQ8_0);
     // int8 -> float: flip the sign bit to get q + 128 as an unsigned byte, then subtract.
-    __device__ static float dot(const uint8_t *blk, const float *x) {
+    __device__ static float dot8(const uint8_t *blk, int i, float4 xa, float4 xb) {
         const float d = load_f16(blk);
-        float s = 0.f;
-#pragma unroll
-        for (int i = 0; i < 8; ++i) {
-            const uint32_t q = load_u32_a2(blk + 2 + 4 * i) ^ 0x80808080u;
-#pragma unroll
-            for (int b = 0; b < 4; ++b) s = fmaf(byte_as_float(q, b) - 128.f, x[4 * i + b], s);
-        }
-        return s * d;
+        const uint32_t a = load_u32_a2(blk + 2 + 4 * i) ^ 0x80808080u;
+        const uint32_t b = load_u32_a2(blk + 18 + 4 * i) ^ 0x80808080u;
+        float s = dot4(xa, byte_as_float(a, 0), byte_as_float(a, 1), byte_as_float(a, 2), byte_as_float(a, 3), 0.f);
+        s = dot4(xb, byte_as_float(b, 0), byte_as_float(b, 1), byte_as_float(b, 2), byte_as_float(b, 3), s);
+        return (s - 128.f * (hsum4(xa) + hsum4(xb))) * d;
     }
     __device__ static void dequant_half(const uint8_t *blk, int h, float *out) {
         const float d = load_f16(blk);
@@ -173,85 +189,61 @@ struct FmtQ8_0 {
     }
 };
 
-// Float formats: 32 elements are 64 (F16/BF16) or 128 (F32) contiguous bytes, read 16 at a time
-// (rows are 16-byte aligned: K % 32 == 0 is checked by the launcher).
+// Float formats: 32 elements are 64 (F16/BF16) or 128 (F32) contiguous bytes; rows are 16-byte
+// aligned (K % 32 == 0 is checked by the launcher).
 struct FmtF16 {
     static constexpr int kBlockBytes = 64;
-    __device__ static float dot(const uint8_t *blk, const float *x) {
-        float s = 0.f;
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const uint4 v = __ldg(reinterpret_cast<const uint4 *>(blk) + i);
-            const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-            for (int j = 0; j < 4; ++j) {
-                const float2 f = __half22float2(*reinterpret_cast<const __half2 *>(&w[j]));
-                s = fmaf(f.x, x[8 * i + 2 * j], s);
-                s = fmaf(f.y, x[8 * i + 2 * j + 1], s);
-            }
-        }
-        return s;
+    __device__ static float4 four(const uint8_t *p) {
+        const uint2 v = __ldg(reinterpret_cast<const uint2 *>(p));
+        const float2 a = __half22float2(*reinterpret_cast<const __half2 *>(&v.x));
+        const float2 b = __half22float2(*reinterpret_cast<const __half2 *>(&v.y));
+        return make_float4(a.x, a.y, b.x, b.y);
+    }
+    __device__ static float dot8(const uint8_t *blk, int i, float4 xa, float4 xb) {
+        const float4 a = four(blk + 8 * i), b = four(blk + 32 + 8 * i);
+        return dot4(xb, b.x, b.y, b.z, b.w, dot4(xa, a.x, a.y, a.z, a.w, 0.f));
     }
     __device__ static void dequant_half(const uint8_t *blk, int h, float *out) {
 #pragma unroll
-        for (int i = 0; i < 2; ++i) {
-            const uint4 v = __ldg(reinterpret_cast<const uint4 *>(blk + 32 * h) + i);
-            const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-            for (int j = 0; j < 4; ++j) {
-                const float2 f = __half22float2(*reinterpret_cast<const __half2 *>(&w[j]));
-                out[8 * i + 2 * j] = f.x;
-                out[8 * i + 2 * j + 1] = f.y;
-            }
+        for (int i = 0; i < 4; ++i) {
+            const float4 v = four(blk + 32 * h + 8 * i);
+            out[4 * i] = v.x;
+            out[4 * i + 1] = v.y;
+            out[4 * i + 2] = v.z;
+            out[4 * i + 3] = v.w;
         }
     }
 };
 
 struct FmtBF16 {
     static constexpr int kBlockBytes = 64;
-    __device__ static float lo(uint32_t w) { return __uint_as_float(w << 16); }
-    __device__ static float hi(uint32_t w) { return __uint_as_float(w & 0xFFFF0000u); }
-    __device__ static float dot(const uint8_t *blk, const float *x) {
-        float s = 0.f;
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const uint4 v = __ldg(reinterpret_cast<const uint4 *>(blk) + i);
-            const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-            for (int j = 0; j < 4; ++j) {
-                s = fmaf(lo(w[j]), x[8 * i + 2 * j], s);
-                s = fmaf(hi(w[j]), x[8 * i + 2 * j + 1], s);
-            }
-        }
-        return s;
+    __device__ static float4 four(const uint8_t *p) {
+        const uint2 v = __ldg(reinterpret_cast<const uint2 *>(p));
+        return make_float4(__uint_as_float(v.x << 16), __uint_as_float(v.x & 0xFFFF0000u), __uint_as_float(v.y << 16),
+                           __uint_as_float(v.y & 0xFFFF0000u));
+    }
+    __device__ static float dot8(const uint8_t *blk, int i, float4 xa, float4 xb) {
+        const float4 a = four(blk + 8 * i), b = four(blk + 32 + 8 * i);
+        return dot4(xb, b.x, b.y, b.z, b.w, dot4(xa, a.x, a.y, a.z, a.w, 0.f));
     }
     __device__ static void dequant_half(const uint8_t *blk, int h, float *out) {
 #pragma unroll
-        for (int i = 0; i < 2; ++i) {
-            const uint4 v = __ldg(reinterpret_cast<const uint4 *>(blk + 32 * h) + i);
-            const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-            for (int j = 0; j < 4; ++j) {
-                out[8 * i + 2 * j] = lo(w[j]);
-                out[8 * i + 2 * j + 1] = hi(w[j]);
-            }
+        for (int i = 0; i < 4; ++i) {
+            const float4 v = four(blk + 32 * h + 8 * i);
+            out[4 * i] = v.x;
+            out[4 * i + 1] = v.y;
+            out[4 * i + 2] = v.z;
+            out[4 * i + 3] = v.w;
         }
     }
 };
 
 struct FmtF32 {
     static constexpr int kBlockBytes = 128;
-    __device__ static float dot(const uint8_t *blk, const float *x) {
-        float s = 0.f;
-#pragma unroll
-        for (int i = 0; i < 8; ++i) {
-            const float4 v = __ldg(reinterpret_cast<const float4 *>(blk) + i);
-            s = fmaf(v.x, x[4 * i], s);
-            s = fmaf(v.y, x[4 * i + 1], s);
-            s = fmaf(v.z, x[4 * i + 2], s);
-            s = fmaf(v.w, x[4 * i + 3], s);
-        }
-        return s;
+    __device__ static float dot8(const uint8_t *blk, int i, float4 xa, float4 xb) {
+        const float4 a = __ldg(reinterpret_cast<const float4 *>(blk) + i);
+        const float4 b = __ldg(reinterpret_cast<const float4 *>(blk + 64) + i);
+        return dot4(xb, b.x, b.y, b.z, b.w, dot4(xa, a.x, a.y, a.z, a.w, 0.f));
     }
     __device__ static void dequant_half(const uint8_t *blk, int h, float *out) {
 #pragma unroll

@@ -9,6 +9,7 @@ namespace {
 template <class Fmt>
 __global__ void embedding_kernel(const uint32_t *__restrict__ ids, const uint8_t *__restrict__ table,
                                  float *__restrict__ out, EmbeddingParams p) {
+    pdl_enter();
     const uint32_t r = blockIdx.x;
     const uint32_t id = min(ids[r], p.vocab_size - 1);  // ids were validated on the host
     const uint8_t *row = table + (size_t)id * p.row_bytes;
@@ -26,7 +27,7 @@ template <class Fmt>
 void launch_embedding(const LaunchArgs &a, const char *name) {
     const EmbeddingParams &p = params_of<EmbeddingParams>(a);
     if (p.dim % 32 != 0) throw UnsupportedError(std::string(name) + " on CUDA needs dim % 32 == 0");
-    embedding_kernel<Fmt><<<p.rows, 128, 0, a.stream>>>(reinterpret_cast<const uint32_t *>(a.buffers[0]),
+    launch_pdl(embedding_kernel<Fmt>, p.rows, 128, 0, a, reinterpret_cast<const uint32_t *>(a.buffers[0]),
                                                          a.buffers[1], reinterpret_cast<float *>(a.buffers[2]), p);
     check_launch(name);
 }

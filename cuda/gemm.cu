@@ -1,8 +1,8 @@
 // y[M, N] (+)= x[M, K] . W[N, K]^T for every weight format, with the CPU's multi-part semantic:
 // up to three weight matrices (fused Q/K/V or gate/up) sharing one input, part i writing output
 // columns y_col[i] .. y_col[i] + N[i], and `accumulate` adding into y (the fused residual add).
-//   M == 1 (decode): a GEMV, memory bound: a warp owns kRowsPerWarp weight rows and walks K one
-//     32-element block per lane, the activation block held in registers and reused by its rows.
+//   M == 1 (decode): a GEMV, memory bound: a block owns 4 weight rows, its warps split K, lanes
+//     read consecutive quant blocks (coalesced), each x chunk reused by the block's rows.
 //   M > 1 (prefill/evaluation): a tensor-core tile GEMM: weight tiles dequantized to f16 in shared
 //     memory, activations converted to f16, WMMA 16x16x16 with fp32 accumulators.
 #include <mma.h>
@@ -28,50 +28,57 @@ __device__ __forceinline__ void locate_row(const GemmParams &p, uint32_t row, ui
 }
 
 // ------------------------------------------------------------------------------------------
-// GEMV (M = 1)
+// GEMV (M = 1). Block = 4 warps on the same kGemvRows weight rows, K split between the warps (a
+// warp-step is 8 blocks = 256 elements; warp w takes steps w, w + 4, ...), partial sums merged in
+// shared memory. Inside a step, lane = (block lane / 4, slice lane % 4): a warp's weight loads are
+// one contiguous run of 8 blocks and its x loads 1 KB of x, both coalesced; each x chunk is
+// reused for all the block's rows. Splitting K keeps enough warps in flight for short matrices.
 constexpr int kGemvWarps = 4;
-constexpr int kRowsPerWarp = 2;
+constexpr int kGemvRows = 4;
 
 template <class Fmt>
 __global__ void __launch_bounds__(kGemvWarps * 32)
     gemv_kernel(const float *__restrict__ x, float *__restrict__ y, WeightPtrs w, GemmParams p, uint32_t total_rows) {
+    pdl_enter();
+    __shared__ float partial[kGemvWarps][kGemvRows];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const uint32_t row0 = (blockIdx.x * kGemvWarps + warp) * kRowsPerWarp;
-    if (row0 >= total_rows) return;
+    const uint32_t row0 = blockIdx.x * kGemvRows;
 
-    const uint8_t *wrow[kRowsPerWarp];
-    float *yout[kRowsPerWarp];
+    const uint8_t *wrow[kGemvRows];
 #pragma unroll
-    for (int r = 0; r < kRowsPerWarp; ++r) {
+    for (int r = 0; r < kGemvRows; ++r) {
         // Rows past the end recompute row0 (no divergence in the loop) and are not stored.
         const uint32_t row = row0 + r < total_rows ? row0 + r : row0;
         uint32_t part, local;
         locate_row(p, row, part, local);
         wrow[r] = w.part[part] + (size_t)local * p.w_row_bytes[part];
-        yout[r] = row0 + r < total_rows ? y + p.y_col[part] + local : nullptr;
     }
 
-    float acc[kRowsPerWarp] = {};
+    const int sub = lane & 3;               // slice of the block
+    const uint32_t blk_in_step = lane >> 2;  // 0..7
     const uint32_t n_blocks = p.K / 32;
+    float acc[kGemvRows] = {};
 #pragma unroll 2
-    for (uint32_t kb = lane; kb < n_blocks; kb += 32) {
-        float xv[32];
-        const float4 *xp = reinterpret_cast<const float4 *>(x + (size_t)kb * 32);
+    for (uint32_t kb = (uint32_t)warp * 8 + blk_in_step; kb < n_blocks; kb += kGemvWarps * 8) {
+        const float4 xa = *reinterpret_cast<const float4 *>(x + (size_t)kb * 32 + 4 * sub);
+        const float4 xb = *reinterpret_cast<const float4 *>(x + (size_t)kb * 32 + 16 + 4 * sub);
 #pragma unroll
-        for (int i = 0; i < 8; ++i) {
-            const float4 v = xp[i];
-            xv[4 * i] = v.x;
-            xv[4 * i + 1] = v.y;
-            xv[4 * i + 2] = v.z;
-            xv[4 * i + 3] = v.w;
-        }
-#pragma unroll
-        for (int r = 0; r < kRowsPerWarp; ++r) acc[r] += Fmt::dot(wrow[r] + (size_t)kb * Fmt::kBlockBytes, xv);
+        for (int r = 0; r < kGemvRows; ++r) acc[r] += Fmt::dot8(wrow[r] + (size_t)kb * Fmt::kBlockBytes, sub, xa, xb);
     }
 #pragma unroll
-    for (int r = 0; r < kRowsPerWarp; ++r) {
+    for (int r = 0; r < kGemvRows; ++r) {
         const float s = warp_sum(acc[r]);
-        if (lane == 0 && yout[r]) *yout[r] = p.accumulate ? *yout[r] + s : s;
+        if (lane == 0) partial[warp][r] = s;
+    }
+    __syncthreads();
+    if (threadIdx.x < kGemvRows && row0 + threadIdx.x < total_rows) {
+        float s = 0.f;
+#pragma unroll
+        for (int i = 0; i < kGemvWarps; ++i) s += partial[i][threadIdx.x];
+        uint32_t part, local;
+        locate_row(p, row0 + threadIdx.x, part, local);
+        float *dst = y + p.y_col[part] + local;
+        *dst = p.accumulate ? *dst + s : s;
     }
 }
 
@@ -85,6 +92,7 @@ constexpr int kPad = 8;  // halves of padding per shared row: breaks bank confli
 template <class Fmt>
 __global__ void __launch_bounds__(128)
     gemm_tc_kernel(const float *__restrict__ x, float *__restrict__ y, WeightPtrs w, GemmParams p) {
+    pdl_enter();
     using namespace nvcuda;
     __shared__ __align__(32) __half xs[kTileM][kTileK + kPad];
     __shared__ __align__(32) __half ws[kTileN][kTileK + kPad];
@@ -189,11 +197,11 @@ void launch_gemm(const LaunchArgs &a, const char *name) {
         n_tiles += ceil_div_u(p.N[i], kTileN);
     }
     if (p.M == 1) {
-        const unsigned blocks = ceil_div_u(total_rows, kGemvWarps * kRowsPerWarp);
-        gemv_kernel<Fmt><<<blocks, kGemvWarps * 32, 0, a.stream>>>(x, y, w, p, total_rows);
+        const unsigned blocks = ceil_div_u(total_rows, kGemvRows);
+        launch_pdl(gemv_kernel<Fmt>, blocks, kGemvWarps * 32, 0, a, x, y, w, p, total_rows);
     } else {
         dim3 grid(n_tiles, ceil_div_u(p.M, kTileM));
-        gemm_tc_kernel<Fmt><<<grid, 128, 0, a.stream>>>(x, y, w, p);
+        launch_pdl(gemm_tc_kernel<Fmt>, grid, 128, 0, a, x, y, w, p);
     }
     check_launch(name);
 }

@@ -26,6 +26,7 @@ struct Workspace {
     float *data = nullptr;
     size_t floats = 0;
     int sm_count = 1;
+    bool pdl = false;  // programmatic dependent launch (compute capability >= 9.0)
 };
 
 struct LaunchArgs {

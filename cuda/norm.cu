@@ -9,6 +9,7 @@ constexpr int kNormThreads = 256;
 
 __global__ void __launch_bounds__(kNormThreads)
     rmsnorm_kernel(const float *__restrict__ x, const float *__restrict__ w, float *__restrict__ y, RMSNormParams p) {
+    pdl_enter();
     __shared__ float red[32];
     const float *xr = x + (size_t)blockIdx.x * p.x_stride;
     float *yr = y + (size_t)blockIdx.x * p.out_stride;
@@ -23,7 +24,7 @@ __global__ void __launch_bounds__(kNormThreads)
 
 void launch_rmsnorm_f32(const LaunchArgs &a) {
     const RMSNormParams &p = params_of<RMSNormParams>(a);
-    rmsnorm_kernel<<<p.rows, kNormThreads, 0, a.stream>>>(reinterpret_cast<const float *>(a.buffers[0]),
+    launch_pdl(rmsnorm_kernel, p.rows, kNormThreads, 0, a, reinterpret_cast<const float *>(a.buffers[0]),
                                                           reinterpret_cast<const float *>(a.buffers[1]),
                                                           reinterpret_cast<float *>(a.buffers[2]), p);
     check_launch("rmsnorm_f32");

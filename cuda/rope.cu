@@ -21,6 +21,7 @@ struct NeoX {
 template <class Pairs>
 __global__ void rope_kv_kernel(float *__restrict__ qkv, __half *__restrict__ k_cache, __half *__restrict__ v_cache,
                                const float *__restrict__ inv_freq, RopeKVParams p, PatchContext pc) {
+    pdl_enter();
     const uint32_t r = blockIdx.x;
     const uint32_t pos = resolve_position(p.position, pc) + r;
     const uint32_t half_rot = p.rope_dim / 2, q_dim = p.n_heads * p.head_dim, kv_dim = p.n_kv_heads * p.head_dim;
@@ -55,7 +56,7 @@ __global__ void rope_kv_kernel(float *__restrict__ qkv, __half *__restrict__ k_c
 template <class Pairs>
 void launch_rope(const LaunchArgs &a, const char *name) {
     const RopeKVParams &p = params_of<RopeKVParams>(a);
-    rope_kv_kernel<Pairs><<<p.rows, 256, 0, a.stream>>>(
+    launch_pdl(rope_kv_kernel<Pairs>, p.rows, 256, 0, a, 
         reinterpret_cast<float *>(a.buffers[0]), reinterpret_cast<__half *>(a.buffers[1]),
         reinterpret_cast<__half *>(a.buffers[2]), reinterpret_cast<const float *>(a.buffers[3]), p, a.patch);
     check_launch(name);

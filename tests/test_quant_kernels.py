@@ -2,7 +2,10 @@
 
 Goes through the test hooks in src/python/bind_kernels.cpp:
   _core._dequantize(dtype_name, raw: bytes, n) -> float32[n]
-  _core._gemm(dtype_name, w_raw: bytes, n_rows, k, x: float32[M, K]) -> float32[M, N]
+  _core._gemm(dtype_name, w_raw: bytes, n_rows, k, x: float32[M, K], repacked=False, row_chunk=0)
+      -> float32[M, N]
+  _core._dequantize_repacked(dtype_name, raw: bytes, n_rows, k) -> float32[n_rows * k]
+(repacked: the load-time "r8" layout the CPU device uses for Q4_0 / Q4_1, see repack_weights.)
 """
 
 import numpy as np
@@ -132,6 +135,42 @@ def test_gemm_matches_float64_reference(name, k, m):
     scale = np.abs(xd) @ np.abs(w).T
     err = np.abs(y - ref) / (scale + 1e-30)
     assert err.max() < 1e-5, f"max relative error {err.max():.3g}"
+
+
+REPACKED = ["Q4_0", "Q4_1"]  # dtypes the CPU device repacks at load (r8 layout)
+
+
+@pytest.mark.parametrize("name", REPACKED)
+@pytest.mark.parametrize("n_rows", [1, 7, 8, 13, 40])
+@pytest.mark.parametrize("k", [32, 96, 1536])
+@pytest.mark.parametrize("m", [1, 2, 3, 4, 5, 17])
+def test_repacked_gemm_matches_reference(name, n_rows, k, m):
+    # Same reference and tolerance as test_gemm_matches_float64_reference; n_rows covers groups of
+    # 8 with and without a padded tail, m the decode tiles and the prefill tile edges.
+    rng = np.random.default_rng(n_rows * 10000 + k * 10 + m)
+    w_raw = random_weights(rng, name, n_rows, k)
+    x = (rng.standard_normal((m, k)) * rng.uniform(0.1, 3.0, (m, 1))).astype(np.float32)
+    w = gguf_dequantize(name, w_raw).astype(np.float64).reshape(n_rows, k)
+    xd = quantize_act_reference(x)
+    ref = xd @ w.T
+    scale = np.abs(xd) @ np.abs(w).T
+    # Row ranges split as threads split them, including ranges that start/end inside a group of 8.
+    for row_chunk in (0, 3, 16):
+        y = np.asarray(_core._gemm(name, w_raw.tobytes(), n_rows, k, x, repacked=True, row_chunk=row_chunk))
+        assert y.dtype == np.float32 and y.shape == (m, n_rows)
+        err = np.abs(y - ref) / (scale + 1e-30)
+        assert err.max() < 1e-5, f"row_chunk {row_chunk}: max relative error {err.max():.3g}"
+
+
+@pytest.mark.parametrize("name", REPACKED)
+@pytest.mark.parametrize("n_rows", [1, 9, 16])
+def test_repacked_dequantize_bit_exact(name, n_rows):
+    # The embedding kernel reads the repacked table: every row must come back bit for bit.
+    rng = np.random.default_rng(n_rows)
+    k = 96
+    raw = random_raw(rng, name, n_rows * k // 32)
+    got = np.asarray(_core._dequantize_repacked(name, raw.tobytes(), n_rows, k))
+    assert_bits_equal(got, gguf_dequantize(name, raw), exact_nan=False)
 
 
 def test_gemm_odd_k_float_tail():

@@ -5,12 +5,40 @@
 #include "backend/cpu/cpu_device.h"
 #include "core/device.h"
 #include "core/errors.h"
+#ifdef AKUNU_HAS_CUDA
+#include "backend/cuda/cuda_device.h"
+#endif
 
 namespace akunu {
 
+// Usable CUDA devices (0 when the CUDA backend is not built, or there is no driver or GPU).
+int cuda_device_count() {
+#ifdef AKUNU_HAS_CUDA
+    return cuda::device_count();
+#else
+    return 0;
+#endif
+}
+
 std::unique_ptr<Device> create_device(const std::string &backend, int threads) {
-    if (backend == "auto" || backend == "cpu") return std::make_unique<cpu::CpuDevice>(threads);
-    if (backend == "cuda" || backend == "metal")
+    if (backend == "cpu") return std::make_unique<cpu::CpuDevice>(threads);
+    if (backend == "auto") {
+#ifdef AKUNU_HAS_CUDA
+        if (cuda_device_count() > 0) return std::make_unique<cuda::CudaDevice>(0);
+#endif
+        return std::make_unique<cpu::CpuDevice>(threads);
+    }
+    if (backend == "cuda") {
+#ifdef AKUNU_HAS_CUDA
+        if (cuda_device_count() == 0)
+            throw UnsupportedError("backend 'cuda': no CUDA device found (no NVIDIA GPU, or no driver)");
+        return std::make_unique<cuda::CudaDevice>(0);
+#else
+        throw UnsupportedError("backend 'cuda' is not available: this build of akunu has no CUDA backend "
+                               "(built without nvcc)");
+#endif
+    }
+    if (backend == "metal")
         throw UnsupportedError("backend '" + backend + "' is not available in this build of akunu");
     throw std::invalid_argument("unknown backend '" + backend + "' (expected 'auto', 'cpu', 'cuda' or 'metal')");
 }

@@ -57,6 +57,17 @@ public:
     // Weights: make `bytes` of host memory (usually an mmap that outlives the model) visible to
     // kernels. Unified-memory devices alias it; discrete GPUs copy it up once.
     virtual Buffer upload_weights(const void *host, size_t bytes) = 0;
+    // A [rows, cols] weight matrix that kernels of `desc` will read: the bytes as stored, or,
+    // when desc.repack is set, repacked into the layout those kernels want (an owned buffer).
+    virtual Buffer upload_matrix(const void *host, size_t bytes, const DTypeDescriptor &desc, size_t rows,
+                                 size_t cols) {
+        if (!desc.repack) return upload_weights(host, bytes);
+        std::vector<uint8_t> packed(desc.repacked_bytes(rows, cols));
+        desc.repack(host, packed.data(), rows, cols);
+        Buffer b = allocate(packed.size());
+        write_buffer(b, packed.data(), packed.size());
+        return b;
+    }
     virtual void free_buffer(Buffer &buf) = 0;
     virtual void write_buffer(const Buffer &dst, const void *src, size_t bytes, size_t offset = 0) = 0;
     virtual void read_buffer(void *dst, const Buffer &src, size_t bytes, size_t offset = 0) = 0;

@@ -14,6 +14,16 @@ struct DTypeDescriptor {
     const char *act_quant_kernel;
     // Bytes of one converted activation row of K elements (0 when act_quant_kernel is null).
     size_t (*act_row_bytes)(size_t K);
+    // Load-time weight layout, or nullptr when gemm_kernel / embedding_kernel read the file's
+    // rows as they are. Device::upload_matrix applies it: a [rows, cols] matrix becomes
+    // repacked_bytes(rows, cols) bytes written by repack(src, dst, rows, cols). Row geometry seen
+    // by the table builder (row_bytes) stays the file's; only the kernels know the layout.
+    size_t (*repacked_bytes)(size_t rows, size_t cols) = nullptr;
+    void (*repack)(const void *src, void *dst, size_t rows, size_t cols) = nullptr;
+    // Rows per group of the repacked layout: repack of a slice of whole groups (starting at row
+    // r, src and dst both offset by r * row_bytes) writes that slice's part of the result, so a
+    // device may repack slices in parallel. 0: repack whole matrices only.
+    uint32_t repack_row_group = 0;
 };
 
 }  // namespace akunu

@@ -85,7 +85,7 @@ private:
     // y (+)= x . W_i^T for each matrix, fused into multi-part commands where the chip says so.
     // Activations are converted (e.g. to Q8 blocks) once for all consumers that want it.
     void emit_matmul(std::vector<const WeightMatrix *> mats, const Buffer &x, uint32_t x_stride, const Buffer &y,
-                     uint32_t y_stride, bool accumulate, uint32_t m_rows, const std::string &label, size_t x_row = 0) {
+                     uint32_t y_stride, bool accumulate, uint32_t m_rows, const std::string &label) {
         const uint32_t K = mats[0]->cols;
         bool quantized_input_ready = false;
         uint32_t y_col = 0;
@@ -99,7 +99,7 @@ private:
             const DTypeDescriptor *desc = mats[i]->desc;
 
             Buffer input = x;
-            size_t input_offset = x_row * x_stride * sizeof(float);
+            size_t input_offset = 0;
             uint32_t x_row_bytes = x_stride * (uint32_t)sizeof(float);
             if (desc->act_quant_kernel) {
                 x_row_bytes = (uint32_t)desc->act_row_bytes(K);

@@ -63,7 +63,7 @@ WeightMatrix upload_matrix(Device &device, const TensorView &t, const std::strin
     w.cols = (uint32_t)t.dims[0];
     w.rows = (uint32_t)t.dims[1];
     w.row_bytes = t.n_bytes / w.rows;
-    w.buffer = device.upload_weights(t.data, t.n_bytes);
+    w.buffer = device.upload_matrix(t.data, t.n_bytes, *w.desc, w.rows, w.cols);
     return w;
 }
 

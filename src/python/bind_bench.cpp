@@ -241,10 +241,18 @@ std::unique_ptr<KernelBench> setup_gemm(const std::string &dtype_name, int64_t n
     p.y_stride = (uint32_t)n_rows;
     p.accumulate = 0;
     p.rows_per_unit = (uint32_t)(m == 1 ? chip.gemv_rows_per_unit : chip.gemm_rows_per_unit);
+    // Weights as the engine uploads them: repacked when the dtype's kernels want another layout
+    // ("w" keeps the file layout for the harness's reference).
+    Buffer w_run = kb->buffer("w");
+    if (desc->repack) {
+        const size_t packed = desc->repacked_bytes((size_t)n_rows, (size_t)k);
+        w_run = kb->alloc("w_packed", packed);
+        desc->repack(kb->buffer("w").contents, w_run.contents, (size_t)n_rows, (size_t)k);
+    }
     akunu::CmdBuilder(kb->table, dev, desc->gemm_kernel, {ceil_div((uint64_t)n_rows, p.rows_per_unit), 1, 1})
         .buf(input)
         .buf(kb->buffer("y"))
-        .buf(kb->buffer("w"))
+        .buf(w_run)
         .params(p)
         .label("bench.gemm")
         .emit();

@@ -69,7 +69,8 @@ void bind_kernels(nb::module_ &m) {
 
     m.def(
         "_gemm",
-        [](const std::string &dtype_name, nb::bytes w_raw, int64_t n_rows, int64_t k, FloatMatrix x) {
+        [](const std::string &dtype_name, nb::bytes w_raw, int64_t n_rows, int64_t k, FloatMatrix x, bool repacked,
+           int64_t row_chunk) {
             const KernelDType d = kernel_dtype(dtype_name);
             check_row_length(d, k, "k");
             if (n_rows <= 0) throw nb::value_error("n_rows must be positive");
@@ -102,11 +103,44 @@ void bind_kernels(nb::module_ &m) {
                                           x_row_bytes, y->data(),
                                           (size_t)n_rows, k,
                                           M,           false};
-                if (M > 0) akunu::cpu::gemm_rows(args, 0, n_rows);
+                std::vector<uint8_t> packed;
+                if (repacked) {
+                    packed.resize(akunu::cpu::repacked_bytes(d.type, n_rows, k));
+                    akunu::cpu::repack_weights(d.type, w_raw.c_str(), packed.data(), n_rows, k);
+                    args.w = packed.data();
+                    args.repacked = true;
+                }
+                const int64_t step = row_chunk > 0 ? row_chunk : n_rows;
+                if (M > 0)
+                    for (int64_t n = 0; n < n_rows; n += step) akunu::cpu::gemm_rows(args, n, std::min(n_rows, n + step));
             }
             return nb::ndarray<nb::numpy, float, nb::ndim<2>>(y->data(), {(size_t)M, (size_t)n_rows}, owner_of(y));
         },
         nb::arg("dtype_name"), nb::arg("w_raw"), nb::arg("n_rows"), nb::arg("k"), nb::arg("x"),
+        nb::arg("repacked") = false, nb::arg("row_chunk") = 0,
         "y[M, N] = x[M, K] @ W[N, K]^T with W given as raw GGUF rows of the named dtype. x is float32; for "
-        "quantized weights it is quantized per row with quantize_row_act first, as the engine does.");
+        "quantized weights it is quantized per row with quantize_row_act first, as the engine does. "
+        "repacked: run the load-time repacked layout (repack_weights; Q4_0/Q4_1) instead. row_chunk > 0: "
+        "compute the rows in consecutive ranges of that many rows (as threads split them).");
+
+    m.def(
+        "_dequantize_repacked",
+        [](const std::string &dtype_name, nb::bytes raw, int64_t n_rows, int64_t k) {
+            const KernelDType d = kernel_dtype(dtype_name);
+            check_row_length(d, k, "k");
+            if (!akunu::cpu::has_repacked_layout(d.type)) throw nb::value_error("dtype has no repacked layout");
+            const size_t w_row_bytes = akunu::row_bytes(*d.info, (uint64_t)k);
+            if (n_rows <= 0 || raw.size() != w_row_bytes * (size_t)n_rows) throw nb::value_error("raw size != n_rows rows");
+            auto *out = new std::vector<float>((size_t)(n_rows * k));
+            {
+                nb::gil_scoped_release release;
+                std::vector<uint8_t> packed(akunu::cpu::repacked_bytes(d.type, n_rows, k));
+                akunu::cpu::repack_weights(d.type, raw.c_str(), packed.data(), n_rows, k);
+                for (int64_t r = 0; r < n_rows; ++r)
+                    akunu::cpu::dequantize_row_repacked(d.type, packed.data(), r, out->data() + r * k, k);
+            }
+            return nb::ndarray<nb::numpy, float, nb::ndim<1>>(out->data(), {(size_t)(n_rows * k)}, owner_of(out));
+        },
+        nb::arg("dtype_name"), nb::arg("raw"), nb::arg("n_rows"), nb::arg("k"),
+        "Repack n_rows GGUF rows (repack_weights) and dequantize every row back out of the repacked layout.");
 }

@@ -7,6 +7,7 @@ void bind_errors(nb::module_ &m);
 void bind_tokenizer(nb::module_ &m);
 void bind_model(nb::module_ &m);
 void bind_kernels(nb::module_ &m);
+void bind_cuda(nb::module_ &m);
 void bind_bench(nb::module_ &m);
 
 NB_MODULE(_core, m) {
@@ -14,6 +15,7 @@ NB_MODULE(_core, m) {
     bind_errors(m);
     bind_tokenizer(m);
     bind_model(m);
+    bind_cuda(m);
     bind_kernels(m);  // low-level kernel entry points for tests and microbenchmarks
     bind_bench(m);    // single-kernel dispatch tables for benchmarks/test_microbench.py
 }

@@ -1,7 +1,9 @@
 #include "backend/cpu/cpu_device.h"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -19,6 +21,13 @@ namespace {
 
 size_t q16_act_row_bytes(size_t K) { return (K / QK_ACT) * sizeof(BlockQ16Act); }
 
+// Q4_0 / Q4_1 are repacked at load into groups of 8 interleaved rows (quant_kernels.h, "r8"):
+// the decode GEMV then runs at memory bandwidth. The copy replaces the aliased mmap pages.
+template <DType T> size_t r8_bytes(size_t rows, size_t cols) { return repacked_bytes(T, (int64_t)rows, (int64_t)cols); }
+template <DType T> void r8_repack(const void *src, void *dst, size_t rows, size_t cols) {
+    repack_weights(T, src, dst, (int64_t)rows, (int64_t)cols);
+}
+
 // What the CPU runs for each weight dtype. Quantized weights take int16 activation blocks
 // (BlockQ16Act) so the dot products run in integer SIMD; float weights take F32 activations.
 const DTypeDescriptor kCpuDTypes[] = {
@@ -26,8 +35,10 @@ const DTypeDescriptor kCpuDTypes[] = {
     {DType::F16, "gemm_f16", "embedding_f16", nullptr, nullptr},
     {DType::BF16, "gemm_bf16", "embedding_bf16", nullptr, nullptr},
     {DType::Q8_0, "gemm_q8_0", "embedding_q8_0", "quantize_act_q16", q16_act_row_bytes},
-    {DType::Q4_0, "gemm_q4_0", "embedding_q4_0", "quantize_act_q16", q16_act_row_bytes},
-    {DType::Q4_1, "gemm_q4_1", "embedding_q4_1", "quantize_act_q16", q16_act_row_bytes},
+    {DType::Q4_0, "gemm_q4_0_r8", "embedding_q4_0_r8", "quantize_act_q16", q16_act_row_bytes,
+     r8_bytes<DType::Q4_0>, r8_repack<DType::Q4_0>, 8},
+    {DType::Q4_1, "gemm_q4_1_r8", "embedding_q4_1_r8", "quantize_act_q16", q16_act_row_bytes,
+     r8_bytes<DType::Q4_1>, r8_repack<DType::Q4_1>, 8},
 };
 
 std::string cpu_model_name() {
@@ -56,6 +67,20 @@ size_t last_level_cache_bytes() {
 int default_threads() {
     unsigned n = std::thread::hardware_concurrency();
     return n ? (int)n : 1;
+}
+
+// A matrix being repacked in parallel: unit i = rows [i * rows_per_unit, ...).
+struct RepackJob {
+    const DTypeDescriptor *desc;
+    const uint8_t *src;
+    uint8_t *dst;
+    size_t rows, cols, row_bytes, rows_per_unit;
+};
+
+void repack_units(const void *ctx, int64_t begin, int64_t end) {
+    const RepackJob *j = static_cast<const RepackJob *>(ctx);
+    const size_t r0 = (size_t)begin * j->rows_per_unit, r1 = std::min(j->rows, (size_t)end * j->rows_per_unit);
+    j->desc->repack(j->src + r0 * j->row_bytes, j->dst + r0 * j->row_bytes, r1 - r0, j->cols);
 }
 
 // Everything a thread needs to run units of one command.
@@ -112,6 +137,35 @@ Buffer CpuDevice::upload_weights(const void *host, size_t bytes) {
     b.handle = nullptr;
     b.contents = const_cast<void *>(host);
     b.size = bytes;
+    return b;
+}
+
+Buffer CpuDevice::upload_matrix(const void *host, size_t bytes, const DTypeDescriptor &desc, size_t rows,
+                                size_t cols) {
+    if (!desc.repack) return upload_weights(host, bytes);
+    // Repack straight into the owned buffer (repack writes every byte, so no zero fill).
+    const size_t packed = desc.repacked_bytes(rows, cols);
+    // Large matrices on transparent huge pages where the kernel allows it: fewer page faults
+    // while repacking and fewer TLB misses while streaming the weights.
+    constexpr size_t kHuge = 2u << 20;
+    const size_t align = packed >= kHuge ? kHuge : 64;
+    const size_t rounded = (packed + align - 1) / align * align;
+    void *p = std::aligned_alloc(align, rounded ? rounded : align);
+    if (!p) throw AkunuError("out of memory allocating " + std::to_string(packed) + " bytes");
+#ifdef MADV_HUGEPAGE
+    if (align == kHuge) madvise(p, rounded, MADV_HUGEPAGE);  // advisory; failure is harmless
+#endif
+    if (desc.repack_row_group && rows > 0 && bytes % rows == 0) {  // slices of whole groups on all threads
+        RepackJob job{&desc, static_cast<const uint8_t *>(host), static_cast<uint8_t *>(p), rows, cols, bytes / rows,
+                      (size_t)desc.repack_row_group * 16};
+        pool_.run(repack_units, &job, (int64_t)((rows + job.rows_per_unit - 1) / job.rows_per_unit));
+    } else {
+        desc.repack(host, p, rows, cols);
+    }
+    Buffer b;
+    b.handle = p;
+    b.contents = p;
+    b.size = packed;
     return b;
 }
 

@@ -23,6 +23,8 @@ public:
 
     Buffer allocate(size_t bytes) override;
     Buffer upload_weights(const void *host, size_t bytes) override;
+    Buffer upload_matrix(const void *host, size_t bytes, const DTypeDescriptor &desc, size_t rows,
+                         size_t cols) override;
     void free_buffer(Buffer &buf) override;
     void write_buffer(const Buffer &dst, const void *src, size_t bytes, size_t offset) override;
     void read_buffer(void *dst, const Buffer &src, size_t bytes, size_t offset) override;

@@ -8,8 +8,9 @@ namespace akunu::cpu {
 
 // Unit = `rows_per_unit` consecutive weight rows across the command's parts (fused Q/K/V or
 // gate/up); each unit multiplies its rows by all M activation rows.
-template <DType T>
-void gemm_kernel(const KernelArgs &a, int64_t begin, int64_t end) {
+namespace {
+template <DType T, bool kRepacked>
+void gemm_units(const KernelArgs &a, int64_t begin, int64_t end) {
     const GemmParams &p = params_of<GemmParams>(a);
     int64_t row_begin = begin * p.rows_per_unit, row_end = end * p.rows_per_unit;
     int64_t part_start = 0;
@@ -28,11 +29,17 @@ void gemm_kernel(const KernelArgs &a, int64_t begin, int64_t end) {
             g.K = p.K;
             g.M = p.M;
             g.accumulate = p.accumulate != 0;
+            g.repacked = kRepacked;
             gemm_rows(g, lo - part_start, hi - part_start);
         }
         part_start = part_end;
     }
 }
+
+}  // namespace
+
+template <DType T> void gemm_kernel(const KernelArgs &a, int64_t begin, int64_t end) { gemm_units<T, false>(a, begin, end); }
+template <DType T> void gemm_r8_kernel(const KernelArgs &a, int64_t begin, int64_t end) { gemm_units<T, true>(a, begin, end); }
 
 template void gemm_kernel<DType::F32>(const KernelArgs &, int64_t, int64_t);
 template void gemm_kernel<DType::F16>(const KernelArgs &, int64_t, int64_t);
@@ -40,5 +47,7 @@ template void gemm_kernel<DType::BF16>(const KernelArgs &, int64_t, int64_t);
 template void gemm_kernel<DType::Q8_0>(const KernelArgs &, int64_t, int64_t);
 template void gemm_kernel<DType::Q4_0>(const KernelArgs &, int64_t, int64_t);
 template void gemm_kernel<DType::Q4_1>(const KernelArgs &, int64_t, int64_t);
+template void gemm_r8_kernel<DType::Q4_0>(const KernelArgs &, int64_t, int64_t);
+template void gemm_r8_kernel<DType::Q4_1>(const KernelArgs &, int64_t, int64_t);
 
 }  // namespace akunu::cpu

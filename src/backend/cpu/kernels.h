@@ -7,6 +7,9 @@ namespace akunu::cpu {
 
 template <DType T> void embedding_kernel(const KernelArgs &a, int64_t begin, int64_t end);  // embedding.cpp
 template <DType T> void gemm_kernel(const KernelArgs &a, int64_t begin, int64_t end);       // gemm.cpp
+// Weights in the load-time "r8" layout (quant_kernels.h, repack_weights).
+template <DType T> void embedding_r8_kernel(const KernelArgs &a, int64_t begin, int64_t end);  // embedding.cpp
+template <DType T> void gemm_r8_kernel(const KernelArgs &a, int64_t begin, int64_t end);       // gemm.cpp
 void act_quant_q16_kernel(const KernelArgs &a, int64_t begin, int64_t end);                  // act_quant.cpp
 void rmsnorm_kernel(const KernelArgs &a, int64_t begin, int64_t end);                        // norm.cpp
 void rope_interleaved_kv_write_kernel(const KernelArgs &a, int64_t begin, int64_t end);      // rope.cpp

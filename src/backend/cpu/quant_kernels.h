@@ -47,8 +47,30 @@ struct GemmArgs {
     int64_t K;
     int64_t M;
     bool accumulate;
+    // W is in the repacked "r8" layout (see repack_weights) instead of GGUF rows; w_row_bytes is
+    // still the GGUF row size (a group of 8 rows spans 8 * w_row_bytes bytes).
+    bool repacked = false;
 };
 void gemm_rows(const GemmArgs &args, int64_t n_begin, int64_t n_end);
+
+// ---- Load-time repacking ("r8" layout, Q4_0 and Q4_1) ----
+// Rows are taken in groups of 8 (the last group padded with zero rows); a group is stored block
+// by block, each group-block being
+//   Q4_0: fp16 d[8] | nibbles[128]                    (144 bytes = 8 GGUF blocks)
+//   Q4_1: fp16 d[8] | fp16 m[8] | nibbles[128]        (160 bytes)
+// The 128 nibble bytes are 4 chunks of 32; in chunk c, the 16-bit word 2 * l + h holds in its
+// nibble k (bits 4k..4k+3) the weight of row l (of the group) that multiplies int16 activation
+// qs[2 * (4c + k) + h] of the activation block, so one 32-byte load, three shifts and masks give
+// four int16 vectors whose madd with a broadcast activation pair yields one int32 per row.
+// Q4_0 nibbles are stored XOR 8 (read as signed 4-bit numbers they are nibble - 8).
+bool has_repacked_layout(DType t);
+// Rows per group (8): repacking a slice of whole groups, rows [8i, 8j), of a matrix writes exactly
+// bytes [8i, 8j) * row_bytes of the repacked matrix, so slices can be repacked in parallel.
+int repack_row_group(DType t);
+size_t repacked_bytes(DType t, int64_t rows, int64_t K);
+void repack_weights(DType t, const void *src, void *dst, int64_t rows, int64_t K);
+// Row `row` of a repacked matrix, dequantized (bit-exact with dequantize_row of the GGUF row).
+void dequantize_row_repacked(DType t, const void *packed, int64_t row, float *dst, int64_t K);
 
 // True if gemm_rows/dequantize_row handle this weight dtype.
 bool cpu_supports_dtype(DType t);

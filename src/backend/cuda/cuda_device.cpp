@@ -1,6 +1,7 @@
 #include "backend/cuda/cuda_device.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/dispatch_table.h"
@@ -50,11 +51,14 @@ CudaDevice::CudaDevice(int device_index) : device_(device_index) {
     sm_count_ = prop.multiProcessorCount;
     l2_bytes_ = (size_t)prop.l2CacheSize;
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream create");
-    check(cudaMalloc(&base_position_, sizeof(uint32_t)), "malloc");
+    check(cudaMalloc(reinterpret_cast<void **>(&base_position_), sizeof(uint32_t)), "malloc");
     check(cudaMemset(base_position_, 0, sizeof(uint32_t)), "memset");
-    check(cudaMalloc(&workspace_.data, kWorkspaceFloats * sizeof(float)), "malloc");
+    check(cudaMalloc(reinterpret_cast<void **>(&workspace_.data), kWorkspaceFloats * sizeof(float)), "malloc");
     workspace_.floats = kWorkspaceFloats;
     workspace_.sm_count = sm_count_;
+    // Programmatic dependent launch needs Hopper; AKUNU_CUDA_PDL=0 turns it off (A/B timing).
+    const char *pdl = std::getenv("AKUNU_CUDA_PDL");
+    workspace_.pdl = prop.major >= 9 && !(pdl && std::strcmp(pdl, "0") == 0);
 }
 
 CudaDevice::~CudaDevice() {
@@ -146,27 +150,28 @@ void CudaDevice::read_buffer(void *dst, const Buffer &src, size_t bytes, size_t 
     synchronize();
 }
 
-void CudaDevice::launch_commands(const DispatchTable &table, int count, int begin, int end) {
+void CudaDevice::launch_command(const DispatchTable &table, int c, int t) {
     DispatchCmd patched;
+    const DispatchCmd *cmd = &table.commands[(size_t)c];
+    if (cmd->patch == PatchType::TokenOffset || cmd->patch == PatchType::ArgmaxOutput) {
+        // Token-slot patches depend on the token index alone: resolved here, once.
+        apply_patch(*cmd, t, 0, patched);
+        cmd = &patched;
+    }
     LaunchArgs args{};
     args.stream = stream_;
     args.workspace = &workspace_;
-    for (int t = 0; t < count; ++t) {
-        for (int c = begin; c < end; ++c) {
-            const DispatchCmd *cmd = &table.commands[(size_t)c];
-            if (cmd->patch == PatchType::TokenOffset || cmd->patch == PatchType::ArgmaxOutput) {
-                // Token-slot patches depend on the token index alone: resolved here, once.
-                apply_patch(*cmd, t, 0, patched);
-                cmd = &patched;
-            }
-            for (int i = 0; i < cmd->buffer_count; ++i)
-                args.buffers[i] = static_cast<uint8_t *>(cmd->buffers[i].handle) + cmd->offsets[i];
-            args.params = cmd->params;
-            // Position patches are applied by the kernel from base_position_ (device memory).
-            args.patch = PatchContext{base_position_, (uint32_t)t, cmd->patch};
-            reinterpret_cast<LaunchFn>(cmd->pipeline.handle)(args);
-        }
-    }
+    for (int i = 0; i < cmd->buffer_count; ++i)
+        args.buffers[i] = static_cast<uint8_t *>(cmd->buffers[i].handle) + cmd->offsets[i];
+    args.params = cmd->params;
+    // Position patches are applied by the kernel from base_position_ (device memory).
+    args.patch = PatchContext{base_position_, (uint32_t)t, cmd->patch};
+    reinterpret_cast<LaunchFn>(cmd->pipeline.handle)(args);
+}
+
+void CudaDevice::launch_commands(const DispatchTable &table, int count, int begin, int end) {
+    for (int t = 0; t < count; ++t)
+        for (int c = begin; c < end; ++c) launch_command(table, c, t);
 }
 
 void CudaDevice::encode_dispatch_table(const DispatchTable &table, int start_position, int count, int cmd_begin,
@@ -182,6 +187,28 @@ void CudaDevice::encode_dispatch_table(const DispatchTable &table, int start_pos
     GraphCache::Key key{table.commands.data(), table.commands.size(), count, cmd_begin, cmd_end};
     cudaGraphExec_t exec = graphs_.get_or_capture(key, stream_, [&] { launch_commands(table, count, cmd_begin, cmd_end); });
     check(cudaGraphLaunch(exec, stream_), "graph launch");
+}
+
+// Eager, one event pair per command: timings include each launch's own gap, not a graph's.
+std::vector<double> CudaDevice::profile_dispatch_table(const DispatchTable &table, int position) {
+    const size_t n = table.commands.size();
+    std::vector<cudaEvent_t> events(n + 1);
+    for (cudaEvent_t &e : events) check(cudaEventCreate(&e), "event");
+    launch_set_u32(base_position_, (uint32_t)position, stream_);
+    check(cudaEventRecord(events[0], stream_), "event record");
+    for (size_t c = 0; c < n; ++c) {
+        launch_command(table, (int)c, 0);
+        check(cudaEventRecord(events[c + 1], stream_), "event record");
+    }
+    synchronize();
+    std::vector<double> ms(n);
+    for (size_t c = 0; c < n; ++c) {
+        float t = 0.f;
+        check(cudaEventElapsedTime(&t, events[c], events[c + 1]), "event time");
+        ms[c] = t;
+    }
+    for (cudaEvent_t e : events) cudaEventDestroy(e);
+    return ms;
 }
 
 void CudaDevice::synchronize() { check(cudaStreamSynchronize(stream_), "synchronize"); }

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backend/cuda/graph_cache.h"
 #include "core/device.h"
@@ -42,12 +43,15 @@ public:
     void encode_dispatch_table(const DispatchTable &table, int start_position, int count, int cmd_begin,
                                int cmd_end) override;
     void synchronize() override;
+    std::vector<double> profile_dispatch_table(const DispatchTable &table, int position) override;
 
     size_t graphs_captured() const { return graphs_.size(); }
 
 private:
     // Enqueues commands [begin, end) for `count` tokens on stream_ (eagerly, or into a capture).
     void launch_commands(const DispatchTable &table, int count, int begin, int end);
+    // Enqueues command `c` of `table` for token `t` of a replay.
+    void launch_command(const DispatchTable &table, int c, int t);
 
     int device_ = 0;
     std::string name_;

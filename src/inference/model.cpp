@@ -1,6 +1,7 @@
 // Running the model: prefill, decode (single step and chained), evaluation logits.
 #include <algorithm>
 #include <cstring>
+#include <functional>
 
 #include "core/errors.h"
 #include "core/table_builder.h"
@@ -38,25 +39,32 @@ int32_t Model::read_token_slot(int slot) const {
     return (int32_t)t;
 }
 
-int32_t Model::prefill(const std::vector<int32_t> &tokens) {
-    if (tokens.empty()) throw std::invalid_argument("prefill needs at least one token");
-    check_tokens(tokens);
-    check_room((int)tokens.size());
-    int32_t next = 0;
+void Model::forward_in_chunks(const std::vector<int32_t> &tokens, int max_rows, bool all_logits,
+                              const std::function<void(size_t first, int rows)> &after_chunk) {
     for (size_t done = 0; done < tokens.size();) {
-        const int rows = (int)std::min<size_t>((size_t)chip_.max_prefill_chunk, tokens.size() - done);
+        const int rows = (int)std::min<size_t>((size_t)max_rows, tokens.size() - done);
         std::vector<uint32_t> ids(tokens.begin() + (long)done, tokens.begin() + (long)done + rows);
         device_->write_buffer(scratch_.token_ids, ids.data(), ids.size() * 4);
         ForwardSpec spec;
         spec.rows = rows;
         spec.start_position = kv_.current_length;
+        spec.all_logits = all_logits;
         DispatchTable table = build_forward_table(context(), spec);
         device_->encode_dispatch_table(table, kv_.current_length, 1);
         device_->synchronize();
         kv_.advance(rows);
-        next = read_token_slot(rows);
+        after_chunk(done, rows);
         done += (size_t)rows;
     }
+}
+
+int32_t Model::prefill(const std::vector<int32_t> &tokens) {
+    if (tokens.empty()) throw std::invalid_argument("prefill needs at least one token");
+    check_tokens(tokens);
+    check_room((int)tokens.size());
+    int32_t next = 0;
+    // Each chunk's argmax lands in the token slot after its rows; the last chunk's is the answer.
+    forward_in_chunks(tokens, chip_.max_prefill_chunk, false, [&](size_t, int rows) { next = read_token_slot(rows); });
     return next;
 }
 
@@ -102,21 +110,9 @@ std::vector<float> Model::evaluate_logits(const std::vector<int32_t> &tokens) {
     check_room((int)tokens.size());
     const size_t vocab = config_.vocab_size;
     std::vector<float> logits(tokens.size() * vocab);
-    for (size_t done = 0; done < tokens.size();) {
-        const int rows = (int)std::min<size_t>((size_t)chip_.max_logits_rows, tokens.size() - done);
-        std::vector<uint32_t> ids(tokens.begin() + (long)done, tokens.begin() + (long)done + rows);
-        device_->write_buffer(scratch_.token_ids, ids.data(), ids.size() * 4);
-        ForwardSpec spec;
-        spec.rows = rows;
-        spec.start_position = kv_.current_length;
-        spec.all_logits = true;
-        DispatchTable table = build_forward_table(context(), spec);
-        device_->encode_dispatch_table(table, kv_.current_length, 1);
-        device_->synchronize();
-        kv_.advance(rows);
-        device_->read_buffer(logits.data() + done * vocab, scratch_.logits, (size_t)rows * vocab * sizeof(float));
-        done += (size_t)rows;
-    }
+    forward_in_chunks(tokens, chip_.max_logits_rows, true, [&](size_t first, int rows) {
+        device_->read_buffer(logits.data() + first * vocab, scratch_.logits, (size_t)rows * vocab * sizeof(float));
+    });
     return logits;
 }
 

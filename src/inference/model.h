@@ -4,6 +4,7 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -91,6 +92,10 @@ private:
     void check_tokens(const std::vector<int32_t> &tokens) const;
     void check_room(int n_new) const;
     int32_t read_token_slot(int slot) const;
+    // Runs `tokens` at the current position through forward tables of at most `max_rows` rows,
+    // calling after_chunk(first_token_index, rows) once each chunk has finished.
+    void forward_in_chunks(const std::vector<int32_t> &tokens, int max_rows, bool all_logits,
+                           const std::function<void(size_t first, int rows)> &after_chunk);
     int32_t sample_next(const std::vector<int32_t> &history);
     std::vector<int32_t> decode_greedy_chunk(int n);
     std::vector<int32_t> decode_sampled_chunk(int n);

@@ -5,7 +5,7 @@ Goes through the test hooks in src/python/bind_kernels.cpp:
   _core._gemm(dtype_name, w_raw: bytes, n_rows, k, x: float32[M, K], repacked=False, row_chunk=0)
       -> float32[M, N]
   _core._dequantize_repacked(dtype_name, raw: bytes, n_rows, k) -> float32[n_rows * k]
-(repacked: the load-time "r8" layout the CPU device uses for Q4_0 / Q4_1, see repack_weights.)
+(repacked: the load-time "r8" layout the CPU device uses for Q4_0 / Q4_1 / Q8_0, see repack_weights.)
 """
 
 import numpy as np
@@ -137,7 +137,7 @@ def test_gemm_matches_float64_reference(name, k, m):
     assert err.max() < 1e-5, f"max relative error {err.max():.3g}"
 
 
-REPACKED = ["Q4_0", "Q4_1"]  # dtypes the CPU device repacks at load (r8 layout)
+REPACKED = ["Q4_0", "Q4_1", "Q8_0"]  # dtypes the CPU device repacks at load (r8 layout)
 
 
 @pytest.mark.parametrize("name", REPACKED)

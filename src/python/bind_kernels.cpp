@@ -120,7 +120,7 @@ void bind_kernels(nb::module_ &m) {
         nb::arg("repacked") = false, nb::arg("row_chunk") = 0,
         "y[M, N] = x[M, K] @ W[N, K]^T with W given as raw GGUF rows of the named dtype. x is float32; for "
         "quantized weights it is quantized per row with quantize_row_act first, as the engine does. "
-        "repacked: run the load-time repacked layout (repack_weights; Q4_0/Q4_1) instead. row_chunk > 0: "
+        "repacked: run the load-time repacked layout (repack_weights; Q4_0/Q4_1/Q8_0) instead. row_chunk > 0: "
         "compute the rows in consecutive ranges of that many rows (as threads split them).");
 
     m.def(

@@ -21,7 +21,7 @@ namespace {
 
 size_t q16_act_row_bytes(size_t K) { return (K / QK_ACT) * sizeof(BlockQ16Act); }
 
-// Q4_0 / Q4_1 are repacked at load into groups of 8 interleaved rows (quant_kernels.h, "r8"):
+// Q4_0 / Q4_1 / Q8_0 are repacked at load into groups of 8 interleaved rows (quant_kernels.h, "r8"):
 // the decode GEMV then runs at memory bandwidth. The copy replaces the aliased mmap pages.
 template <DType T> size_t r8_bytes(size_t rows, size_t cols) { return repacked_bytes(T, (int64_t)rows, (int64_t)cols); }
 template <DType T> void r8_repack(const void *src, void *dst, size_t rows, size_t cols) {
@@ -34,7 +34,8 @@ const DTypeDescriptor kCpuDTypes[] = {
     {DType::F32, "gemm_f32", "embedding_f32", nullptr, nullptr},
     {DType::F16, "gemm_f16", "embedding_f16", nullptr, nullptr},
     {DType::BF16, "gemm_bf16", "embedding_bf16", nullptr, nullptr},
-    {DType::Q8_0, "gemm_q8_0", "embedding_q8_0", "quantize_act_q16", q16_act_row_bytes},
+    {DType::Q8_0, "gemm_q8_0_r8", "embedding_q8_0_r8", "quantize_act_q16", q16_act_row_bytes,
+     r8_bytes<DType::Q8_0>, r8_repack<DType::Q8_0>, 8},
     {DType::Q4_0, "gemm_q4_0_r8", "embedding_q4_0_r8", "quantize_act_q16", q16_act_row_bytes,
      r8_bytes<DType::Q4_0>, r8_repack<DType::Q4_0>, 8},
     {DType::Q4_1, "gemm_q4_1_r8", "embedding_q4_1_r8", "quantize_act_q16", q16_act_row_bytes,

@@ -43,5 +43,6 @@ template void embedding_kernel<DType::Q4_0>(const KernelArgs &, int64_t, int64_t
 template void embedding_kernel<DType::Q4_1>(const KernelArgs &, int64_t, int64_t);
 template void embedding_r8_kernel<DType::Q4_0>(const KernelArgs &, int64_t, int64_t);
 template void embedding_r8_kernel<DType::Q4_1>(const KernelArgs &, int64_t, int64_t);
+template void embedding_r8_kernel<DType::Q8_0>(const KernelArgs &, int64_t, int64_t);
 
 }  // namespace akunu::cpu

@@ -49,5 +49,6 @@ template void gemm_kernel<DType::Q4_0>(const KernelArgs &, int64_t, int64_t);
 template void gemm_kernel<DType::Q4_1>(const KernelArgs &, int64_t, int64_t);
 template void gemm_r8_kernel<DType::Q4_0>(const KernelArgs &, int64_t, int64_t);
 template void gemm_r8_kernel<DType::Q4_1>(const KernelArgs &, int64_t, int64_t);
+template void gemm_r8_kernel<DType::Q8_0>(const KernelArgs &, int64_t, int64_t);
 
 }  // namespace akunu::cpu

@@ -28,6 +28,8 @@ const KernelEntry kKernels[] = {
     {"embedding_q4_1_r8", embedding_r8_kernel<DType::Q4_1>},
     {"gemm_q4_0_r8", gemm_r8_kernel<DType::Q4_0>},
     {"gemm_q4_1_r8", gemm_r8_kernel<DType::Q4_1>},
+    {"gemm_q8_0_r8", gemm_r8_kernel<DType::Q8_0>},
+    {"embedding_q8_0_r8", embedding_r8_kernel<DType::Q8_0>},
     {"quantize_act_q16", act_quant_q16_kernel},
     {"rmsnorm_f32", rmsnorm_kernel},
     {"rope_interleaved_kv_write", rope_interleaved_kv_write_kernel},

@@ -778,7 +778,7 @@ template <DType T> void gemm_rows_typed(const GemmArgs &a, int64_t n_begin, int6
 
 
 // ---------------------------------------------------------------------------------------------
-// "r8" repacked Q4_0 / Q4_1 (layout: quant_kernels.h, repack_weights)
+// "r8" repacked Q4_0 / Q4_1 / Q8_0 (layout: quant_kernels.h, repack_weights)
 // ---------------------------------------------------------------------------------------------
 //
 // Decode is a stream over the weights, so the inner loop is built for ops per weight byte: per
@@ -802,6 +802,11 @@ template <> struct R8Geom<DType::Q4_1> {
     static constexpr size_t kGroupBlock = kR8Rows * sizeof(BlockQ4_1);  // 160
     static constexpr size_t kQs = 32;                                   // after d[8], m[8]
 };
+template <> struct R8Geom<DType::Q8_0> {
+    using Block = BlockQ8_0;
+    static constexpr size_t kGroupBlock = kR8Rows * sizeof(BlockQ8_0);  // 272
+    static constexpr size_t kQs = 16;                                   // int8 quants after d[8]
+};
 
 // Activation qs position -> element (inverse of act_q16_pos).
 struct ActElemTable {
@@ -818,6 +823,31 @@ inline void r8_nibble_pos(int l, int p, int *byte, int *shift) {
     *byte = 32 * c + 2 * (2 * l + h) + (k >> 1);
     *shift = 4 * (k & 1);
 }
+
+// Q8_0: where the weight of group row l that multiplies activation qs[p] lives in the quant area.
+// Chunk c (32 bytes) serves activation pairs 2c and 2c + 1; its 16-bit word 2l + h holds in its
+// low byte row l's weight for qs[4c + h] and in its high byte the one for qs[4c + 2 + h].
+constexpr int r8_q8_pos(int l, int p) {
+    return 32 * (p >> 2) + 2 * (2 * l + (p & 1)) + ((p >> 1) & 1);
+}
+// A row's 32 bytes of a group-block are 4 bytes in each of the 8 chunks; byte t (chunk t / 4,
+// offset t % 4) holds the weight of element kR8Q8Perm.elem[t]. As shuffle controls like R8PermIdx.
+struct R8Q8Perm {
+    uint8_t elem[QK_ACT], idx[QK_ACT], from_hi[QK_ACT];
+    constexpr R8Q8Perm() : elem{}, idx{}, from_hi{} {
+        constexpr int kPos[4] = {0, 2, 1, 3};  // byte in the row's 4 -> activation p offset in the chunk
+        for (int t = 0; t < QK_ACT; ++t) {
+            const int p = 4 * (t / 4) + kPos[t % 4];
+            int e = 0;
+            for (int ee = 0; ee < QK_ACT; ++ee)
+                if (act_q16_pos(ee) == p) e = ee;
+            elem[t] = (uint8_t)e;
+            idx[t] = (uint8_t)(e & 15);
+            from_hi[t] = e >= 16 ? 0xff : 0x00;
+        }
+    }
+};
+[[maybe_unused]] constexpr R8Q8Perm kR8Q8Perm{};
 
 inline uint16_t load_u16(const uint8_t *p) {
     uint16_t v;
@@ -874,6 +904,22 @@ template <DType T> void repack_r8(const uint8_t *src, uint8_t *dst, int64_t rows
                 Block w;
                 std::memcpy(&w, src + (size_t)(g * kR8Rows + l) * row_bytes + (size_t)b * sizeof(Block), sizeof(Block));
                 std::memcpy(gb + 2 * l, &w.d, 2);
+                if constexpr (T == DType::Q8_0) {
+                    alignas(32) uint8_t out[QK_ACT];
+#if defined(AKUNU_CPU_AVX2)
+                    // Gather the 32 bytes into kR8Q8Perm order: a per-lane shuffle of each half.
+                    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(w.qs));
+                    const __m256i idx = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(kR8Q8Perm.idx));
+                    const __m256i from_hi = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(kR8Q8Perm.from_hi));
+                    const __m256i gathered = _mm256_blendv_epi8(_mm256_shuffle_epi8(_mm256_permute2x128_si256(q, q, 0x00), idx),
+                                                                _mm256_shuffle_epi8(_mm256_permute2x128_si256(q, q, 0x11), idx), from_hi);
+                    _mm256_store_si256(reinterpret_cast<__m256i *>(out), gathered);
+#else
+                    for (int t = 0; t < QK_ACT; ++t) out[t] = (uint8_t)w.qs[kR8Q8Perm.elem[t]];
+#endif
+                    for (int c = 0; c < 8; ++c) std::memcpy(gb + G::kQs + 32 * c + 4 * l, out + 4 * c, 4);
+                    continue;
+                } else {
                 if constexpr (T == DType::Q4_1) std::memcpy(gb + 16 + 2 * l, &w.m, 2);
                 constexpr uint8_t kFlip = T == DType::Q4_0 ? 0x88 : 0x00;  // Q4_0: nibble ^ 8
                 alignas(16) uint8_t out[QK_ACT / 2];
@@ -899,6 +945,7 @@ template <DType T> void repack_r8(const uint8_t *src, uint8_t *dst, int64_t rows
                     out[o] = (uint8_t)((n[kR8Perm.elem[2 * o]] | n[kR8Perm.elem[2 * o + 1]] << 4) ^ kFlip);
 #endif
                 for (int c = 0; c < 4; ++c) std::memcpy(gb + G::kQs + 32 * c + 4 * l, out + 4 * c, 4);
+                }
             }
         }
     }
@@ -912,6 +959,10 @@ template <DType T> typename R8Geom<T>::Block unpack_r8_block(const uint8_t *pack
     const int l = (int)(row % kR8Rows);
     const uint8_t *gb = packed + (size_t)(row / kR8Rows) * kR8Rows * row_bytes + (size_t)b * G::kGroupBlock;
     w.d = load_u16(gb + 2 * l);
+    if constexpr (T == DType::Q8_0) {
+        for (int p = 0; p < QK_ACT; ++p) w.qs[kActElem.elem[p]] = (int8_t)gb[G::kQs + r8_q8_pos(l, p)];
+        return w;
+    } else {
     if constexpr (T == DType::Q4_1) w.m = load_u16(gb + 16 + 2 * l);
     for (int p = 0; p < QK_ACT; ++p) {
         int byte, shift;
@@ -925,6 +976,7 @@ template <DType T> typename R8Geom<T>::Block unpack_r8_block(const uint8_t *pack
             w.qs[e - 16] |= (uint8_t)(q << 4);
     }
     return w;
+    }
 }
 
 // Scalar r8 dot of one row (fallback); same arithmetic as dot_quant_scalar.
@@ -935,11 +987,16 @@ template <DType T> float dot_r8_scalar(const uint8_t *group, int l, const BlockQ
         const uint8_t *gb = group + (size_t)b * G::kGroupBlock;
         int isum = 0;
         for (int p = 0; p < QK_ACT; ++p) {
+            if constexpr (T == DType::Q8_0) {
+                isum += (int)(int8_t)gb[G::kQs + r8_q8_pos(l, p)] * x[b].qs[p];
+                continue;
+            } else {
             int byte, shift;
             r8_nibble_pos(l, p, &byte, &shift);
             int q = (gb[G::kQs + byte] >> shift) & 0xf;
             if constexpr (T == DType::Q4_0) q = (q ^ 8) - 8;
             isum += q * x[b].qs[p];
+            }
         }
         if constexpr (T == DType::Q4_1)
             sum += fp16_scale(load_u16(gb + 2 * l)) * x[b].d * (float)isum + fp16_scale(load_u16(gb + 16 + 2 * l)) * x[b].sum;
@@ -974,6 +1031,23 @@ void tile_r8_avx2(const uint8_t *group, const uint8_t *x, size_t x_row_bytes, in
         const uint8_t *gb = group + (size_t)b * G::kGroupBlock;
         if constexpr (AKUNU_R8_PREFETCH > 0) _mm_prefetch((const char *)(gb + AKUNU_R8_PREFETCH), _MM_HINT_T0);
         __m256i isum[RM];
+        if constexpr (T == DType::Q8_0) {
+            // Chunk c: int8 pairs of activation pairs 2c (low bytes) and 2c + 1 (high bytes);
+            // shifting each word left then arithmetic right by 8 sign-extends the low byte.
+            AKUNU_UNROLL
+            for (int c = 0; c < 8; ++c) {
+                const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(gb + G::kQs + 32 * c));
+                const __m256i v0 = _mm256_srai_epi16(_mm256_slli_epi16(w, 8), 8);
+                const __m256i v1 = _mm256_srai_epi16(w, 8);
+                AKUNU_UNROLL
+                for (int m = 0; m < RM; ++m) {
+                    const int16_t *aq = xr[m][b].qs + 4 * c;  // activation pairs 2c, 2c + 1
+                    const __m256i s = _mm256_add_epi32(_mm256_madd_epi16(v0, _mm256_set1_epi32(load_i32(aq + 0))),
+                                                       _mm256_madd_epi16(v1, _mm256_set1_epi32(load_i32(aq + 2))));
+                    isum[m] = c == 0 ? s : _mm256_add_epi32(isum[m], s);
+                }
+            }
+        } else {
         AKUNU_UNROLL
         for (int c = 0; c < 4; ++c) {
             const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(gb + G::kQs + 32 * c));
@@ -1000,6 +1074,7 @@ void tile_r8_avx2(const uint8_t *group, const uint8_t *x, size_t x_row_bytes, in
                 const __m256i s = _mm256_add_epi32(s01, s23);
                 isum[m] = c == 0 ? s : _mm256_add_epi32(isum[m], s);
             }
+        }
         }
         const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(gb)));
         AKUNU_UNROLL
@@ -1088,6 +1163,7 @@ void gemm_rows(const GemmArgs &args, int64_t n_begin, int64_t n_end) {
         switch (args.type) {
             case DType::Q4_0: return gemm_rows_r8<DType::Q4_0>(args, n_begin, n_end);
             case DType::Q4_1: return gemm_rows_r8<DType::Q4_1>(args, n_begin, n_end);
+            case DType::Q8_0: return gemm_rows_r8<DType::Q8_0>(args, n_begin, n_end);
             default: return;  // callers check has_repacked_layout
         }
     }
@@ -1102,7 +1178,7 @@ void gemm_rows(const GemmArgs &args, int64_t n_begin, int64_t n_end) {
     }
 }
 
-bool has_repacked_layout(DType t) { return t == DType::Q4_0 || t == DType::Q4_1; }
+bool has_repacked_layout(DType t) { return t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q8_0; }
 
 int repack_row_group(DType t) { return has_repacked_layout(t) ? kR8Rows : 0; }
 
@@ -1111,6 +1187,7 @@ size_t repacked_bytes(DType t, int64_t rows, int64_t K) {
     switch (t) {
         case DType::Q4_0: return groups * kR8Rows * (size_t)(K / QK4_0) * sizeof(BlockQ4_0);
         case DType::Q4_1: return groups * kR8Rows * (size_t)(K / QK4_1) * sizeof(BlockQ4_1);
+        case DType::Q8_0: return groups * kR8Rows * (size_t)(K / QK8_0) * sizeof(BlockQ8_0);
         default: return 0;
     }
 }
@@ -1121,12 +1198,25 @@ void repack_weights(DType t, const void *src, void *dst, int64_t rows, int64_t K
     switch (t) {
         case DType::Q4_0: return repack_r8<DType::Q4_0>(s, d, rows, K);
         case DType::Q4_1: return repack_r8<DType::Q4_1>(s, d, rows, K);
+        case DType::Q8_0: return repack_r8<DType::Q8_0>(s, d, rows, K);
         default: return;
     }
 }
 
 void dequantize_row_repacked(DType t, const void *packed, int64_t row, float *dst, int64_t K) {
     const uint8_t *p = static_cast<const uint8_t *>(packed);
+    if (t == DType::Q8_0) {
+        // Gather the row's blocks (each 32 bytes = 4 bytes from each of 8 chunks), then one
+        // dequantize_row over them (same arithmetic as the GGUF row).
+        constexpr int64_t kBatch = 32;
+        BlockQ8_0 blocks[kBatch];
+        for (int64_t b0 = 0; b0 < K / QK_ACT; b0 += kBatch) {
+            const int64_t n = std::min<int64_t>(kBatch, K / QK_ACT - b0);
+            for (int64_t i = 0; i < n; ++i) blocks[i] = unpack_r8_block<DType::Q8_0>(p, row, b0 + i, K);
+            dequantize_row(t, blocks, dst + b0 * QK_ACT, n * QK_ACT);
+        }
+        return;
+    }
     for (int64_t b = 0; b < K / QK_ACT; ++b) {
         if (t == DType::Q4_0) {
             const BlockQ4_0 w = unpack_r8_block<DType::Q4_0>(p, row, b, K);

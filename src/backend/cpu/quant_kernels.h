@@ -53,16 +53,20 @@ struct GemmArgs {
 };
 void gemm_rows(const GemmArgs &args, int64_t n_begin, int64_t n_end);
 
-// ---- Load-time repacking ("r8" layout, Q4_0 and Q4_1) ----
+// ---- Load-time repacking ("r8" layout, Q4_0, Q4_1 and Q8_0) ----
 // Rows are taken in groups of 8 (the last group padded with zero rows); a group is stored block
 // by block, each group-block being
 //   Q4_0: fp16 d[8] | nibbles[128]                    (144 bytes = 8 GGUF blocks)
 //   Q4_1: fp16 d[8] | fp16 m[8] | nibbles[128]        (160 bytes)
+//   Q8_0: fp16 d[8] | int8 qs[256]                    (272 bytes, same as 8 GGUF blocks)
 // The 128 nibble bytes are 4 chunks of 32; in chunk c, the 16-bit word 2 * l + h holds in its
 // nibble k (bits 4k..4k+3) the weight of row l (of the group) that multiplies int16 activation
 // qs[2 * (4c + k) + h] of the activation block, so one 32-byte load, three shifts and masks give
 // four int16 vectors whose madd with a broadcast activation pair yields one int32 per row.
 // Q4_0 nibbles are stored XOR 8 (read as signed 4-bit numbers they are nibble - 8).
+// Q8_0's 256 quant bytes are 8 chunks of 32; in chunk c, the 16-bit word 2 * l + h holds in its
+// low byte row l's weight for activation qs[4c + h] and in its high byte the one for qs[4c + 2 + h]
+// (two shifts sign-extend them to int16; a madd against a broadcast activation pair per byte).
 bool has_repacked_layout(DType t);
 // Rows per group (8): repacking a slice of whole groups, rows [8i, 8j), of a matrix writes exactly
 // bytes [8i, 8j) * row_bytes of the repacked matrix, so slices can be repacked in parallel.

@@ -82,6 +82,7 @@ def cache_dir() -> Path:
 
 # The tests' data locations are the single source of truth (tests/paths.py).
 sys.path.insert(0, str(REPO / "tests"))
+from gguf_models import llama3_rope_factors  # noqa: E402  (one definition, shared with the tests)
 from paths import smollm2_path, tokenizer_testdata  # noqa: E402
 
 
@@ -139,24 +140,6 @@ def _check_disk(path: Path, need: int) -> None:
     if free < need + (2 << 30):
         raise OSError(f"not enough disk for {path.name}: need {need / 2**30:.1f} GiB (+2 GiB margin), "
                       f"{free / 2**30:.1f} GiB free in {path.parent}")
-
-
-def _llama3_rope_factors(head_dim: int, theta: float, factor: float, old_ctx: int = 8192):
-    """Per-frequency divisors exactly as llama.cpp's convert computes them for rope_type llama3."""
-    import numpy as np
-
-    low_wl, high_wl = old_ctx / 1.0, old_ctx / 4.0
-    out = []
-    for f in 1.0 / (theta ** (np.arange(0, head_dim, 2, dtype=np.float32) / head_dim)):
-        wl = 2 * math.pi / f
-        if wl < high_wl:
-            out.append(1.0)
-        elif wl > low_wl:
-            out.append(factor)
-        else:
-            smooth = (old_ctx / wl - 1.0) / (4.0 - 1.0)
-            out.append(1 / ((1 - smooth) / factor + smooth))
-    return np.array(out, dtype=np.float32)
 
 
 def _copy_tokenizer(writer, source: Path) -> int:
@@ -240,7 +223,7 @@ def write_f16(shape: Shape, path: Path, seed: int = 0) -> None:
     for name, shp, dt in tensors:
         n = int(np.prod(shp))
         if name == "rope_freqs.weight":
-            data = _llama3_rope_factors(shape.head_dim, shape.rope_theta, shape.llama3_rope)
+            data = llama3_rope_factors(shape.head_dim, {"rope_theta": shape.rope_theta, "factor": shape.llama3_rope})
         elif dt == np.float32:
             data = (1.0 + 0.1 * rng.standard_normal(n)).astype(np.float32)
         else:

@@ -190,23 +190,19 @@ struct FmtQ8_0 {
 };
 
 // Float formats: 32 elements are 64 (F16/BF16) or 128 (F32) contiguous bytes; rows are 16-byte
-// aligned (K % 32 == 0 is checked by the launcher).
-struct FmtF16 {
+// aligned (K % 32 == 0 is checked by the launcher). The 16-bit formats share everything but how
+// four values are loaded (Derived::four).
+template <typename Derived>
+struct Fmt16Bit {
     static constexpr int kBlockBytes = 64;
-    __device__ static float4 four(const uint8_t *p) {
-        const uint2 v = __ldg(reinterpret_cast<const uint2 *>(p));
-        const float2 a = __half22float2(*reinterpret_cast<const __half2 *>(&v.x));
-        const float2 b = __half22float2(*reinterpret_cast<const __half2 *>(&v.y));
-        return make_float4(a.x, a.y, b.x, b.y);
-    }
     __device__ static float dot8(const uint8_t *blk, int i, float4 xa, float4 xb) {
-        const float4 a = four(blk + 8 * i), b = four(blk + 32 + 8 * i);
+        const float4 a = Derived::four(blk + 8 * i), b = Derived::four(blk + 32 + 8 * i);
         return dot4(xb, b.x, b.y, b.z, b.w, dot4(xa, a.x, a.y, a.z, a.w, 0.f));
     }
     __device__ static void dequant_half(const uint8_t *blk, int h, float *out) {
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-            const float4 v = four(blk + 32 * h + 8 * i);
+            const float4 v = Derived::four(blk + 32 * h + 8 * i);
             out[4 * i] = v.x;
             out[4 * i + 1] = v.y;
             out[4 * i + 2] = v.z;
@@ -215,26 +211,20 @@ struct FmtF16 {
     }
 };
 
-struct FmtBF16 {
-    static constexpr int kBlockBytes = 64;
+struct FmtF16 : Fmt16Bit<FmtF16> {
+    __device__ static float4 four(const uint8_t *p) {
+        const uint2 v = __ldg(reinterpret_cast<const uint2 *>(p));
+        const float2 a = __half22float2(*reinterpret_cast<const __half2 *>(&v.x));
+        const float2 b = __half22float2(*reinterpret_cast<const __half2 *>(&v.y));
+        return make_float4(a.x, a.y, b.x, b.y);
+    }
+};
+
+struct FmtBF16 : Fmt16Bit<FmtBF16> {
     __device__ static float4 four(const uint8_t *p) {
         const uint2 v = __ldg(reinterpret_cast<const uint2 *>(p));
         return make_float4(__uint_as_float(v.x << 16), __uint_as_float(v.x & 0xFFFF0000u), __uint_as_float(v.y << 16),
                            __uint_as_float(v.y & 0xFFFF0000u));
-    }
-    __device__ static float dot8(const uint8_t *blk, int i, float4 xa, float4 xb) {
-        const float4 a = four(blk + 8 * i), b = four(blk + 32 + 8 * i);
-        return dot4(xb, b.x, b.y, b.z, b.w, dot4(xa, a.x, a.y, a.z, a.w, 0.f));
-    }
-    __device__ static void dequant_half(const uint8_t *blk, int h, float *out) {
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const float4 v = four(blk + 32 * h + 8 * i);
-            out[4 * i] = v.x;
-            out[4 * i + 1] = v.y;
-            out[4 * i + 2] = v.z;
-            out[4 * i + 3] = v.w;
-        }
     }
 };
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/cpu/quant_kernels.h"
+#include "backend/cpu/vec_math.h"
 #include "core/dtype.h"
 
 namespace nb = nanobind;
@@ -42,6 +43,7 @@ template <class T> nb::capsule owner_of(std::vector<T> *v) {
     return nb::capsule(v, [](void *p) noexcept { delete static_cast<std::vector<T> *>(p); });
 }
 
+using FloatVector = nb::ndarray<const float, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 using FloatMatrix = nb::ndarray<const float, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
 
 }  // namespace
@@ -143,4 +145,23 @@ void bind_kernels(nb::module_ &m) {
         },
         nb::arg("dtype_name"), nb::arg("raw"), nb::arg("n_rows"), nb::arg("k"),
         "Repack n_rows GGUF rows (repack_weights) and dequantize every row back out of the repacked layout.");
+    m.def(
+        "_exp_shifted",
+        [](FloatVector x, float shift) {
+            const uint32_t n = (uint32_t)x.shape(0);
+            auto *out = new std::vector<float>(n);
+            const float sum = akunu::cpu::exp_shifted_sum(x.data(), shift, out->data(), n);
+            return nb::make_tuple(nb::ndarray<nb::numpy, float, nb::ndim<1>>(out->data(), {(size_t)n}, owner_of(out)), sum);
+        },
+        nb::arg("x"), nb::arg("shift"), "(exp(x - shift), its sum) through the CPU kernels' vector exp.");
+    m.def(
+        "_silu_mul",
+        [](FloatVector gate, FloatVector up) {
+            if (gate.shape(0) != up.shape(0)) throw nb::value_error("gate and up differ in length");
+            const uint32_t n = (uint32_t)gate.shape(0);
+            auto *out = new std::vector<float>(n);
+            akunu::cpu::silu_mul(gate.data(), up.data(), out->data(), n);
+            return nb::ndarray<nb::numpy, float, nb::ndim<1>>(out->data(), {(size_t)n}, owner_of(out));
+        },
+        nb::arg("gate"), nb::arg("up"), "silu(gate) * up through the CPU kernels' vector math.");
 }

@@ -1,6 +1,5 @@
-#include <cmath>
-
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/vec_math.h"
 #include "core/kernel_params.h"
 
 namespace akunu::cpu {
@@ -12,7 +11,7 @@ void silu_mul_kernel(const KernelArgs &a, int64_t begin, int64_t end) {
         const float *gate = reinterpret_cast<const float *>(a.buffers[0]) + (size_t)r * 2 * p.ffn_dim;
         const float *up = gate + p.ffn_dim;
         float *out = reinterpret_cast<float *>(a.buffers[1]) + (size_t)r * p.ffn_dim;
-        for (uint32_t i = 0; i < p.ffn_dim; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+        silu_mul(gate, up, out, p.ffn_dim);
     }
 }
 

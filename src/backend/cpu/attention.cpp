@@ -4,6 +4,7 @@
 
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/quant_kernels.h"
+#include "backend/cpu/vec_math.h"
 #include "core/kernel_params.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) && !defined(AKUNU_FORCE_SCALAR)
@@ -71,11 +72,7 @@ void attention_f16kv_kernel(const KernelArgs &a, int64_t begin, int64_t end) {
             scores[j] = dot_f32_f16(q, K + (size_t)j * p.head_dim, p.head_dim) * p.scale;
             max_score = std::max(max_score, scores[j]);
         }
-        float denom = 0.f;
-        for (uint32_t j = 0; j < n_ctx; ++j) {
-            scores[j] = std::exp(scores[j] - max_score);
-            denom += scores[j];
-        }
+        const float denom = exp_shifted_sum(scores.data(), max_score, scores.data(), n_ctx);
         std::fill(out, out + p.head_dim, 0.f);
         const float inv = 1.0f / denom;
         for (uint32_t j = 0; j < n_ctx; ++j) axpy_f16(out, scores[j] * inv, V + (size_t)j * p.head_dim, p.head_dim);

@@ -4,8 +4,9 @@
 // online softmax: thread t scores key t of the chunk (q in shared memory, K read 16 bytes at a
 // time), then the threads accumulate p_j * V_j with each thread owning a pair of output dims
 // (a row of V is read coalesced). Decode (one query row) splits the keys across blocks
-// (flash-decoding: kv_len can be thousands while there are only n_heads rows of work) and a second
-// kernel merges the partial (max, sum, acc) triples. Prefill runs one split per (head, row).
+// (flash-decoding: kv_len can be thousands while there are only n_heads rows of work); the last
+// split of a head to finish (an atomic count per head) merges the partial (max, sum, acc) triples,
+// so decode attention is one kernel. Prefill runs one split per (head, row).
 #include "cuda/common.cuh"
 
 namespace akunu::cuda {
@@ -38,10 +39,35 @@ struct VMap {
     }
 };
 
+// Merges the splits of one head: out = sum_s acc_s e^(m_s - M) / sum_s l_s e^(m_s - M). Run by
+// the head's last block; the other splits' partials are read past L1 (__ldcg).
+__device__ void combine_splits(const float *partial, float *__restrict__ out, uint32_t h, uint32_t hd,
+                               uint32_t n_splits) {
+    const float *base = partial + (size_t)h * n_splits * (hd + 2);
+    float M = -INFINITY;
+    for (uint32_t s = 0; s < n_splits; ++s)
+        if (__ldcg(base + s * (hd + 2) + 1) > 0.f) M = fmaxf(M, __ldcg(base + s * (hd + 2)));
+    float L = 0.f;
+    for (uint32_t s = 0; s < n_splits; ++s) {
+        const float l = __ldcg(base + s * (hd + 2) + 1);
+        if (l > 0.f) L += l * expf(__ldcg(base + s * (hd + 2)) - M);
+    }
+    const float inv = 1.0f / L;
+    for (uint32_t d = threadIdx.x; d < hd; d += kThreads) {
+        float t = 0.f;
+        for (uint32_t s = 0; s < n_splits; ++s) {
+            const float *ps = base + s * (hd + 2);
+            const float l = __ldcg(ps + 1);
+            if (l > 0.f) t += __ldcg(ps + 2 + d) * expf(__ldcg(ps) - M);
+        }
+        out[(size_t)h * hd + d] = t * inv;
+    }
+}
+
 __global__ void __launch_bounds__(kThreads)
     attention_kernel(const float *__restrict__ q_all, const __half *__restrict__ k_cache,
                      const __half *__restrict__ v_cache, float *__restrict__ out, float *__restrict__ partial,
-                     AttentionParams p, PatchContext pc, uint32_t n_splits) {
+                     AttentionParams p, PatchContext pc, uint32_t n_splits, unsigned *__restrict__ done_splits) {
     pdl_enter();
     extern __shared__ float smem[];
     const uint32_t hd = p.head_dim;
@@ -147,32 +173,17 @@ __global__ void __launch_bounds__(kThreads)
             for (uint32_t g = 0; g < vm.groups; ++g) t += acc_s[g * hd + d];
             part[2 + d] = t;
         }
-    }
-}
-
-// Merges the splits of one head: out = sum_s acc_s e^(m_s - M) / sum_s l_s e^(m_s - M).
-__global__ void __launch_bounds__(kThreads)
-    attention_combine_kernel(const float *__restrict__ partial, float *__restrict__ out, AttentionParams p,
-                             uint32_t n_splits) {
-    pdl_enter();
-    const uint32_t h = blockIdx.x, hd = p.head_dim;
-    const float *base = partial + (size_t)h * n_splits * (hd + 2);
-    float M = -INFINITY;
-    for (uint32_t s = 0; s < n_splits; ++s)
-        if (base[s * (hd + 2) + 1] > 0.f) M = fmaxf(M, base[s * (hd + 2)]);
-    float L = 0.f;
-    for (uint32_t s = 0; s < n_splits; ++s) {
-        const float l = base[s * (hd + 2) + 1];
-        if (l > 0.f) L += l * expf(base[s * (hd + 2)] - M);
-    }
-    const float inv = 1.0f / L;
-    for (uint32_t d = threadIdx.x; d < hd; d += kThreads) {
-        float t = 0.f;
-        for (uint32_t s = 0; s < n_splits; ++s) {
-            const float *ps = base + s * (hd + 2);
-            if (ps[1] > 0.f) t += ps[2 + d] * expf(ps[0] - M);
+        // The last split of this head to finish merges all of them: no second kernel launch.
+        __threadfence();
+        __syncthreads();
+        __shared__ bool is_last;
+        if (tid == 0) is_last = atomicAdd(&done_splits[h], 1u) == n_splits - 1;
+        __syncthreads();
+        if (is_last) {
+            __threadfence();
+            combine_splits(partial, out, h, hd, n_splits);
+            if (tid == 0) done_splits[h] = 0;  // ready for the next layer / replay
         }
-        out[(size_t)h * hd + d] = t * inv;
     }
 }
 
@@ -196,13 +207,11 @@ void launch_attention_f16kv(const LaunchArgs &a) {
     const auto *k = reinterpret_cast<const __half *>(a.buffers[1]);
     const auto *v = reinterpret_cast<const __half *>(a.buffers[2]);
     auto *out = reinterpret_cast<float *>(a.buffers[3]);
+    if (n_splits > 1 && p.n_heads > a.workspace->n_counters) n_splits = 1;
     dim3 grid(p.n_heads, p.rows, n_splits);
-    launch_pdl(attention_kernel, grid, kThreads, smem, a, q, k, v, out, a.workspace->data, p, a.patch, n_splits);
+    launch_pdl(attention_kernel, grid, kThreads, smem, a, q, k, v, out, a.workspace->data, p, a.patch, n_splits,
+               a.workspace->counters);
     check_launch("attention_f16kv");
-    if (n_splits > 1) {
-        launch_pdl(attention_combine_kernel, p.n_heads, kThreads, 0, a, a.workspace->data, out, p, n_splits);
-        check_launch("attention_f16kv (combine)");
-    }
 }
 
 }  // namespace akunu::cuda

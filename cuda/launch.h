@@ -25,6 +25,8 @@ struct PatchContext {
 struct Workspace {
     float *data = nullptr;
     size_t floats = 0;
+    unsigned *counters = nullptr;  // zeroed at creation; a kernel that counts returns its counter to 0
+    uint32_t n_counters = 0;
     int sm_count = 1;
     bool pdl = false;  // programmatic dependent launch (compute capability >= 9.0)
 };

@@ -6,7 +6,46 @@ namespace akunu::cuda {
 namespace {
 
 constexpr int kNormThreads = 256;
+constexpr int kMaxVecsPerThread = 8;  // float4s held in registers: dim <= 8192 on the fast path
 
+// Decode runs this on one row between two GEMVs, so it is latency that counts: every thread issues
+// all its x and w loads at once (float4, held in registers across the reduction) instead of
+// walking the row twice with dependent scalar loads.
+__global__ void __launch_bounds__(kNormThreads)
+    rmsnorm_vec4_kernel(const float *__restrict__ x, const float *__restrict__ w, float *__restrict__ y,
+                        RMSNormParams p) {
+    pdl_enter();
+    __shared__ float red[32];
+    const float4 *xr = reinterpret_cast<const float4 *>(x + (size_t)blockIdx.x * p.x_stride);
+    const float4 *wr = reinterpret_cast<const float4 *>(w);
+    float4 *yr = reinterpret_cast<float4 *>(y + (size_t)blockIdx.x * p.out_stride);
+    const uint32_t n4 = p.dim / 4;
+    float4 xv[kMaxVecsPerThread], wv[kMaxVecsPerThread];
+    float sum = 0.f;
+#pragma unroll
+    for (int k = 0; k < kMaxVecsPerThread; ++k) {
+        const uint32_t i = threadIdx.x + (uint32_t)k * kNormThreads;
+        if (i < n4) {
+            xv[k] = xr[i];
+            wv[k] = __ldg(wr + i);
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < kMaxVecsPerThread; ++k)
+        if (threadIdx.x + (uint32_t)k * kNormThreads < n4)
+            sum += xv[k].x * xv[k].x + xv[k].y * xv[k].y + xv[k].z * xv[k].z + xv[k].w * xv[k].w;
+    sum = block_reduce<false>(sum, red);
+    const float inv = 1.0f / sqrtf(sum / (float)p.dim + p.eps);
+#pragma unroll
+    for (int k = 0; k < kMaxVecsPerThread; ++k) {
+        const uint32_t i = threadIdx.x + (uint32_t)k * kNormThreads;
+        if (i < n4)
+            yr[i] = make_float4(xv[k].x * inv * wv[k].x, xv[k].y * inv * wv[k].y, xv[k].z * inv * wv[k].z,
+                                xv[k].w * inv * wv[k].w);
+    }
+}
+
+// Any dim and stride: two passes over the row.
 __global__ void __launch_bounds__(kNormThreads)
     rmsnorm_kernel(const float *__restrict__ x, const float *__restrict__ w, float *__restrict__ y, RMSNormParams p) {
     pdl_enter();
@@ -24,9 +63,16 @@ __global__ void __launch_bounds__(kNormThreads)
 
 void launch_rmsnorm_f32(const LaunchArgs &a) {
     const RMSNormParams &p = params_of<RMSNormParams>(a);
-    launch_pdl(rmsnorm_kernel, p.rows, kNormThreads, 0, a, reinterpret_cast<const float *>(a.buffers[0]),
-                                                          reinterpret_cast<const float *>(a.buffers[1]),
-                                                          reinterpret_cast<float *>(a.buffers[2]), p);
+    const auto *x = reinterpret_cast<const float *>(a.buffers[0]);
+    const auto *w = reinterpret_cast<const float *>(a.buffers[1]);
+    auto *y = reinterpret_cast<float *>(a.buffers[2]);
+    const bool vec4 = p.dim % 4 == 0 && p.x_stride % 4 == 0 && p.out_stride % 4 == 0 &&
+                      p.dim <= 4u * kNormThreads * kMaxVecsPerThread &&
+                      ((reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(w) | reinterpret_cast<uintptr_t>(y)) & 15) == 0;
+    if (vec4)
+        launch_pdl(rmsnorm_vec4_kernel, p.rows, kNormThreads, 0, a, x, w, y, p);
+    else
+        launch_pdl(rmsnorm_kernel, p.rows, kNormThreads, 0, a, x, w, y, p);
     check_launch("rmsnorm_f32");
 }
 

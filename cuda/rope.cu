@@ -1,5 +1,7 @@
 // RoPE on Q and K in place, then K and V appended to the head-major F16 cache at the token's
 // position. The position comes from the patch (device memory) in decode replays.
+#include <algorithm>
+
 #include "cuda/common.cuh"
 
 namespace akunu::cuda {
@@ -56,7 +58,10 @@ __global__ void rope_kv_kernel(float *__restrict__ qkv, __half *__restrict__ k_c
 template <class Pairs>
 void launch_rope(const LaunchArgs &a, const char *name) {
     const RopeKVParams &p = params_of<RopeKVParams>(a);
-    launch_pdl(rope_kv_kernel<Pairs>, p.rows, 256, 0, a, 
+    // One block per token row, wide enough that a decode row's pairs take one or two rounds.
+    const uint32_t work = std::max((p.n_heads + p.n_kv_heads) * (p.rope_dim / 2), p.n_kv_heads * p.head_dim);
+    const unsigned threads = std::min<uint32_t>(1024, std::max<uint32_t>(128, (work + 31) / 32 * 32));
+    launch_pdl(rope_kv_kernel<Pairs>, p.rows, threads, 0, a,
         reinterpret_cast<float *>(a.buffers[0]), reinterpret_cast<__half *>(a.buffers[1]),
         reinterpret_cast<__half *>(a.buffers[2]), reinterpret_cast<const float *>(a.buffers[3]), p, a.patch);
     check_launch(name);

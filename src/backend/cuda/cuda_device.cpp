@@ -28,6 +28,7 @@ const DTypeDescriptor kCudaDTypes[] = {
 
 constexpr size_t kStagingHalf = 16u << 20;        // bytes per pinned staging half
 constexpr size_t kWorkspaceFloats = 4u << 20;     // 16 MB of split-attention partials
+constexpr uint32_t kWorkspaceCounters = 4096;      // split-attention arrival counts, one per head
 
 }  // namespace
 
@@ -55,6 +56,9 @@ CudaDevice::CudaDevice(int device_index) : device_(device_index) {
     check(cudaMemset(base_position_, 0, sizeof(uint32_t)), "memset");
     check(cudaMalloc(reinterpret_cast<void **>(&workspace_.data), kWorkspaceFloats * sizeof(float)), "malloc");
     workspace_.floats = kWorkspaceFloats;
+    check(cudaMalloc(reinterpret_cast<void **>(&workspace_.counters), kWorkspaceCounters * sizeof(unsigned)), "malloc");
+    check(cudaMemset(workspace_.counters, 0, kWorkspaceCounters * sizeof(unsigned)), "memset");
+    workspace_.n_counters = kWorkspaceCounters;
     workspace_.sm_count = sm_count_;
     // Programmatic dependent launch needs Hopper; AKUNU_CUDA_PDL=0 turns it off (A/B timing).
     const char *pdl = std::getenv("AKUNU_CUDA_PDL");
@@ -69,6 +73,7 @@ CudaDevice::~CudaDevice() {
     for (cudaEvent_t e : staging_done_)
         if (e) cudaEventDestroy(e);
     cudaFree(workspace_.data);
+    cudaFree(workspace_.counters);
     cudaFree(base_position_);
     if (stream_) cudaStreamDestroy(stream_);
 }

@@ -17,6 +17,7 @@ constexpr int kThreads = 128;
 constexpr int kChunk = kThreads;     // keys scored per step: one per thread
 constexpr int kMaxPairsPerThread = 4;  // head_dim <= 1024 (checked at load)
 constexpr int kMaxSplits = 32;
+constexpr uint32_t kMinKeysPerSplit = 16;
 
 // Output-pair mapping of the V accumulation: `groups` sets of `pairs` threads take keys
 // round-robin, so small heads still use the whole block.
@@ -42,20 +43,20 @@ struct VMap {
 // Merges the splits of one head: out = sum_s acc_s e^(m_s - M) / sum_s l_s e^(m_s - M). Run by
 // the head's last block; the other splits' partials are read past L1 (__ldcg).
 __device__ void combine_splits(const float *partial, float *__restrict__ out, uint32_t h, uint32_t hd,
-                               uint32_t n_splits) {
+                               uint32_t n_splits, uint32_t active) {
     const float *base = partial + (size_t)h * n_splits * (hd + 2);
     float M = -INFINITY;
-    for (uint32_t s = 0; s < n_splits; ++s)
+    for (uint32_t s = 0; s < active; ++s)
         if (__ldcg(base + s * (hd + 2) + 1) > 0.f) M = fmaxf(M, __ldcg(base + s * (hd + 2)));
     float L = 0.f;
-    for (uint32_t s = 0; s < n_splits; ++s) {
+    for (uint32_t s = 0; s < active; ++s) {
         const float l = __ldcg(base + s * (hd + 2) + 1);
         if (l > 0.f) L += l * expf(__ldcg(base + s * (hd + 2)) - M);
     }
     const float inv = 1.0f / L;
     for (uint32_t d = threadIdx.x; d < hd; d += kThreads) {
         float t = 0.f;
-        for (uint32_t s = 0; s < n_splits; ++s) {
+        for (uint32_t s = 0; s < active; ++s) {
             const float *ps = base + s * (hd + 2);
             const float l = __ldcg(ps + 1);
             if (l > 0.f) t += __ldcg(ps + 2 + d) * expf(__ldcg(ps) - M);
@@ -80,7 +81,12 @@ __global__ void __launch_bounds__(kThreads)
     const uint32_t position = resolve_position(p.position, pc);
     const uint32_t kv_len = resolve_kv_len(p.kv_len, pc);
     const uint32_t n_ctx = min(position + r + 1, kv_len);  // causal: row r sees 0..position + r
-    const uint32_t per_split = (n_ctx + n_splits - 1) / n_splits;
+    // The grid is fixed when a graph is captured, the context is not: use only as many splits as
+    // give each at least kMinKeysPerSplit keys, so very short contexts skip the partials and the
+    // merge, while longer ones still spread the serial V walk over many blocks.
+    const uint32_t active = min(n_splits, max(1u, (n_ctx + kMinKeysPerSplit - 1) / kMinKeysPerSplit));
+    if (split >= active) return;  // block-uniform: before any barrier
+    const uint32_t per_split = (n_ctx + active - 1) / active;
     const uint32_t k_begin = min(split * per_split, n_ctx), k_end = min(k_begin + per_split, n_ctx);
 
     const size_t head_base = (size_t)(h / (p.n_heads / p.n_kv_heads)) * p.max_seq * hd;
@@ -154,7 +160,7 @@ __global__ void __launch_bounds__(kThreads)
         }
     }
     __syncthreads();
-    if (n_splits == 1) {
+    if (active == 1) {
         float *o = out + (size_t)r * p.out_stride + (size_t)h * hd;
         const float inv = 1.0f / l;
         for (uint32_t d = tid; d < hd; d += kThreads) {
@@ -177,11 +183,11 @@ __global__ void __launch_bounds__(kThreads)
         __threadfence();
         __syncthreads();
         __shared__ bool is_last;
-        if (tid == 0) is_last = atomicAdd(&done_splits[h], 1u) == n_splits - 1;
+        if (tid == 0) is_last = atomicAdd(&done_splits[h], 1u) == active - 1;
         __syncthreads();
         if (is_last) {
             __threadfence();
-            combine_splits(partial, out, h, hd, n_splits);
+            combine_splits(partial, out, h, hd, n_splits, active);
             if (tid == 0) done_splits[h] = 0;  // ready for the next layer / replay
         }
     }
@@ -201,13 +207,14 @@ void launch_attention_f16kv(const LaunchArgs &a) {
     uint32_t n_splits = 1;
     if (p.rows == 1) {
         n_splits = std::min<uint32_t>(kMaxSplits, ceil_div_u(2u * a.workspace->sm_count, p.n_heads));
-        while (n_splits > 1 && (size_t)p.n_heads * n_splits * (hd + 2) > a.workspace->floats) --n_splits;
+        // The workspace's last 128 floats and last counter belong to argmax_f32.
+        while (n_splits > 1 && (size_t)p.n_heads * n_splits * (hd + 2) > a.workspace->floats - 128) --n_splits;
     }
     const auto *q = reinterpret_cast<const float *>(a.buffers[0]);
     const auto *k = reinterpret_cast<const __half *>(a.buffers[1]);
     const auto *v = reinterpret_cast<const __half *>(a.buffers[2]);
     auto *out = reinterpret_cast<float *>(a.buffers[3]);
-    if (n_splits > 1 && p.n_heads > a.workspace->n_counters) n_splits = 1;
+    if (n_splits > 1 && p.n_heads >= a.workspace->n_counters) n_splits = 1;
     dim3 grid(p.n_heads, p.rows, n_splits);
     launch_pdl(attention_kernel, grid, kThreads, smem, a, q, k, v, out, a.workspace->data, p, a.patch, n_splits,
                a.workspace->counters);

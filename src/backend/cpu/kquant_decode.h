@@ -146,17 +146,36 @@ template <> struct Format<DType::IQ4_NL> {
 };
 
 // ---- 256-element superblocks ----
+// Each format: factors(p, o) writes scale / min; decode(p, o) = factors + all quants. With AVX2,
+// quants(p, sink) hands the int8 quants of block j (elements 32 j ..) to sink(j, vector) in
+// registers, so the GEMV can dot them without a trip through memory (kDirectQuants).
 
-// Q2_K / Q3_K low bits: element 128 h + 32 s + l is bits 2s..2s+1 of qs[32 h + l].
-inline void decode_2bit(const uint8_t *qs, int8_t *q) {
 #if defined(AKUNU_CPU_AVX2)
+// Store the quants of each block (decode's use of quants()).
+template <class F> inline void store_quants(const uint8_t *p, Decoded<QK_K> &o) {
+    F::quants(p, [&](int j, __m256i v) { _mm256_store_si256(reinterpret_cast<__m256i *>(o.q + 32 * j), v); });
+}
+// Q2_K / Q3_K low bits: element 128 h + 32 s + l is bits 2s..2s+1 of qs[32 h + l]; sink(4 h + s, bits).
+template <class Sink> inline void two_bit_blocks(const uint8_t *qs, Sink &&sink) {
+    AKUNU_UNROLL
     for (int h = 0; h < 2; ++h) {
         const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(qs + 32 * h));
-        for (int s = 0; s < 4; ++s)
-            _mm256_store_si256(reinterpret_cast<__m256i *>(q + 128 * h + 32 * s), and8(_mm256_srli_epi16(v, 2 * s), 3));
+        AKUNU_UNROLL
+        for (int s = 0; s < 4; ++s) sink(4 * h + s, and8(_mm256_srli_epi16(v, 2 * s), 3));
     }
-    return;
+}
+// Q4_K / Q5_K nibbles: element 64 c + 32 h + l is nibble h of qs[32 c + l]; sink(2 c + h, nibbles).
+template <class Sink> inline void k_nibble_blocks(const uint8_t *qs, Sink &&sink) {
+    AKUNU_UNROLL
+    for (int c = 0; c < 4; ++c) {
+        const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(qs + 32 * c));
+        sink(2 * c, and8(w, 0x0f));
+        sink(2 * c + 1, and8(_mm256_srli_epi16(w, 4), 0x0f));
+    }
+}
 #endif
+
+inline void decode_2bit_scalar(const uint8_t *qs, int8_t *q) {
     for (int h = 0; h < 2; ++h)
         for (int s = 0; s < 4; ++s)
             for (int l = 0; l < 32; ++l) q[128 * h + 32 * s + l] = (int8_t)((qs[32 * h + l] >> (2 * s)) & 3);
@@ -165,10 +184,10 @@ inline void decode_2bit(const uint8_t *qs, int8_t *q) {
 template <> struct Format<DType::Q2_K> {
     using Block = BlockQ2_K;
     using Dec = Decoded<256>;
-    static constexpr bool kGroup16 = true, kHasMin = true, kMin16 = true;
-    static void decode(const uint8_t *p, Decoded<256> &o) {
+    static constexpr bool kGroup16 = true, kHasMin = true, kMin16 = true, kDirectQuants = false;
+    static void factors(const uint8_t *p, Dec &o) {
         const BlockQ2_K *b = reinterpret_cast<const BlockQ2_K *>(p);
-        const float d = read_fp16(reinterpret_cast<const uint8_t *>(&b->d)), dmin = read_fp16(reinterpret_cast<const uint8_t *>(&b->dmin));
+        const float d = read_fp16(p + 80), dmin = read_fp16(p + 82);
 #if defined(AKUNU_CPU_AVX2)
         const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i *>(b->scales));
         const __m128i lo = _mm_and_si128(sc, _mm_set1_epi8(15)), hi = _mm_and_si128(_mm_srli_epi16(sc, 4), _mm_set1_epi8(15));
@@ -177,17 +196,27 @@ template <> struct Format<DType::Q2_K> {
 #else
         for (int g = 0; g < 16; ++g) set_group16(o, g, d * (float)(b->scales[g] & 15), dmin * (float)(b->scales[g] >> 4));
 #endif
-        decode_2bit(b->qs, o.q);
+    }
+#if defined(AKUNU_CPU_AVX2)
+    template <class Sink> static void quants(const uint8_t *p, Sink &&sink) { two_bit_blocks(p + 16, sink); }
+#endif
+    static void decode(const uint8_t *p, Dec &o) {
+        factors(p, o);
+#if defined(AKUNU_CPU_AVX2)
+        store_quants<Format>(p, o);
+#else
+        decode_2bit_scalar(p + 16, o.q);
+#endif
     }
 };
 
 template <> struct Format<DType::Q3_K> {
     using Block = BlockQ3_K;
     using Dec = Decoded<256>;
-    static constexpr bool kGroup16 = true, kHasMin = false, kMin16 = false;
-    static void decode(const uint8_t *p, Decoded<256> &o) {
+    static constexpr bool kGroup16 = true, kHasMin = false, kMin16 = false, kDirectQuants = false;
+    static void factors(const uint8_t *p, Dec &o) {
         const BlockQ3_K *b = reinterpret_cast<const BlockQ3_K *>(p);
-        const float d = read_fp16(reinterpret_cast<const uint8_t *>(&b->d));
+        const float d = read_fp16(p + 108);
 #if defined(AKUNU_CPU_AVX2)
         // The 16 6-bit scales as bytes, through u64 / u32 arithmetic (same fields as the scalar loop).
         uint64_t lo;
@@ -208,18 +237,27 @@ template <> struct Format<DType::Q3_K> {
             set_group16(o, g, d * (float)((lo | hi << 4) - 32), 0.0f);
         }
 #endif
-        decode_2bit(b->qs, o.q);
-        // The high bit *clear* subtracts 4 (gguf-py: "the offset is zero when the bitmask is 1").
+    }
 #if defined(AKUNU_CPU_AVX2)
-        const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(b->hmask));
-        for (int j = 0; j < 8; ++j) {  // q = low | 4 * bit - 4
-            __m256i *dst = reinterpret_cast<__m256i *>(o.q + 32 * j);
+    // The high bit *clear* subtracts 4 (gguf-py: "the offset is zero when the bitmask is 1"):
+    // q = low | 4 * bit(j of hmask[l]) - 4.
+    template <class Sink> static void quants(const uint8_t *p, Sink &&sink) {
+        const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p));
+        two_bit_blocks(p + 32, [&](int j, __m256i low) {
             const __m256i bit4 = _mm256_slli_epi16(and8(_mm256_srli_epi16(hb, j), 1), 2);
-            _mm256_store_si256(dst, _mm256_sub_epi8(_mm256_or_si256(_mm256_load_si256(dst), bit4), _mm256_set1_epi8(4)));
-        }
-        return;
+            sink(j, _mm256_sub_epi8(_mm256_or_si256(low, bit4), _mm256_set1_epi8(4)));
+        });
+    }
 #endif
-        for (int e = 0; e < QK_K; ++e) o.q[e] = (int8_t)(o.q[e] - (((b->hmask[e % 32] >> (e / 32)) & 1) ? 0 : 4));
+    static void decode(const uint8_t *p, Dec &o) {
+        factors(p, o);
+#if defined(AKUNU_CPU_AVX2)
+        store_quants<Format>(p, o);
+#else
+        const uint8_t *hmask = p;
+        decode_2bit_scalar(p + 32, o.q);
+        for (int e = 0; e < QK_K; ++e) o.q[e] = (int8_t)(o.q[e] - (((hmask[e % 32] >> (e / 32)) & 1) ? 0 : 4));
+#endif
     }
 };
 
@@ -235,12 +273,8 @@ inline void decode_k_scale_min(const uint8_t *p, Decoded<256> &o) {
     const uint32_t m_hi = ((w[2] >> 4) & 0x0f0f0f0fu) | ((w[1] >> 6) & 0x03030303u) << 4;
     const __m256 sc = _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int)sc_hi, (int)sc_lo))));
     const __m256 mn = _mm256_mul_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int)m_hi, (int)m_lo))));
-    // Group j's factor to slots j, 4 + j (j < 4) and 8 + (j - 4), 12 + (j - 4) (group_slot).
-    const __m256i a = _mm256_setr_epi32(0, 1, 2, 3, 0, 1, 2, 3), b = _mm256_setr_epi32(4, 5, 6, 7, 4, 5, 6, 7);
-    _mm256_store_ps(o.scale, _mm256_permutevar8x32_ps(sc, a));
-    _mm256_store_ps(o.scale + 8, _mm256_permutevar8x32_ps(sc, b));
-    _mm256_store_ps(o.min, _mm256_permutevar8x32_ps(mn, a));
-    _mm256_store_ps(o.min + 8, _mm256_permutevar8x32_ps(mn, b));
+    store_groups32(o.scale, sc);
+    store_groups32(o.min, mn);
 #else
     for (int j = 0; j < 8; ++j) {
         int sc = 0, m = 0;
@@ -250,50 +284,53 @@ inline void decode_k_scale_min(const uint8_t *p, Decoded<256> &o) {
 #endif
 }
 
-// Q4_K / Q5_K nibbles: element 64 c + 32 h + l is nibble h of qs[32 c + l].
-inline void decode_k_nibbles(const uint8_t *qs, int8_t *q) {
-#if defined(AKUNU_CPU_AVX2)
-    for (int c = 0; c < 4; ++c) {
-        const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(qs + 32 * c));
-        _mm256_store_si256(reinterpret_cast<__m256i *>(q + 64 * c), and8(w, 0x0f));
-        _mm256_store_si256(reinterpret_cast<__m256i *>(q + 64 * c + 32), and8(_mm256_srli_epi16(w, 4), 0x0f));
-    }
-#else
+inline void decode_k_nibbles_scalar(const uint8_t *qs, int8_t *q) {
     for (int c = 0; c < 4; ++c)
         for (int l = 0; l < 32; ++l) {
             q[64 * c + l] = (int8_t)(qs[32 * c + l] & 15);
             q[64 * c + 32 + l] = (int8_t)(qs[32 * c + l] >> 4);
         }
-#endif
 }
 
 template <> struct Format<DType::Q4_K> {
     using Block = BlockQ4_K;
     using Dec = Decoded<256>;
-    static constexpr bool kGroup16 = false, kHasMin = true, kMin16 = false;
-    static void decode(const uint8_t *p, Decoded<256> &o) {
-        decode_k_scale_min(p, o);
-        decode_k_nibbles(p + 16, o.q);
+    static constexpr bool kGroup16 = false, kHasMin = true, kMin16 = false, kDirectQuants = true;
+    static void factors(const uint8_t *p, Dec &o) { decode_k_scale_min(p, o); }
+#if defined(AKUNU_CPU_AVX2)
+    template <class Sink> static void quants(const uint8_t *p, Sink &&sink) { k_nibble_blocks(p + 16, sink); }
+#endif
+    static void decode(const uint8_t *p, Dec &o) {
+        factors(p, o);
+#if defined(AKUNU_CPU_AVX2)
+        store_quants<Format>(p, o);
+#else
+        decode_k_nibbles_scalar(p + 16, o.q);
+#endif
     }
 };
 
 template <> struct Format<DType::Q5_K> {
     using Block = BlockQ5_K;
     using Dec = Decoded<256>;
-    static constexpr bool kGroup16 = false, kHasMin = true, kMin16 = false;
-    static void decode(const uint8_t *p, Decoded<256> &o) {
-        decode_k_scale_min(p, o);
-        const uint8_t *qh = p + 16;
-        decode_k_nibbles(p + 48, o.q);
-        // 5th bit of element 32 j + l: bit j of qh[l].
+    static constexpr bool kGroup16 = false, kHasMin = true, kMin16 = false, kDirectQuants = true;
+    static void factors(const uint8_t *p, Dec &o) { decode_k_scale_min(p, o); }
 #if defined(AKUNU_CPU_AVX2)
-        const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(qh));
-        for (int j = 0; j < 8; ++j) {
-            __m256i *dst = reinterpret_cast<__m256i *>(o.q + 32 * j);
-            const __m256i bit = _mm256_slli_epi16(and8(_mm256_srli_epi16(hb, j), 1), 4);  // stays inside each byte
-            _mm256_store_si256(dst, _mm256_or_si256(_mm256_load_si256(dst), bit));
-        }
+    // 5th bit of element 32 j + l: bit j of qh[l] (qh at 16), moved to bit 4 inside its byte.
+    template <class Sink> static void quants(const uint8_t *p, Sink &&sink) {
+        const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p + 16));
+        k_nibble_blocks(p + 48, [&](int j, __m256i low) {
+            sink(j, _mm256_or_si256(low, _mm256_slli_epi16(and8(_mm256_srli_epi16(hb, j), 1), 4)));
+        });
+    }
+#endif
+    static void decode(const uint8_t *p, Dec &o) {
+        factors(p, o);
+#if defined(AKUNU_CPU_AVX2)
+        store_quants<Format>(p, o);
 #else
+        const uint8_t *qh = p + 16;
+        decode_k_nibbles_scalar(p + 48, o.q);
         for (int e = 0; e < QK_K; ++e) o.q[e] = (int8_t)(o.q[e] | ((qh[e % 32] >> (e / 32)) & 1) << 4);
 #endif
     }
@@ -302,33 +339,42 @@ template <> struct Format<DType::Q5_K> {
 template <> struct Format<DType::Q6_K> {
     using Block = BlockQ6_K;
     using Dec = Decoded<256>;
-    static constexpr bool kGroup16 = true, kHasMin = false, kMin16 = false;
-    static void decode(const uint8_t *p, Decoded<256> &o) {
+    static constexpr bool kGroup16 = true, kHasMin = false, kMin16 = false, kDirectQuants = true;
+    static void factors(const uint8_t *p, Dec &o) {
         const BlockQ6_K *b = reinterpret_cast<const BlockQ6_K *>(p);
-        const float d = read_fp16(reinterpret_cast<const uint8_t *>(&b->d));
+        const float d = read_fp16(p + 208);
 #if defined(AKUNU_CPU_AVX2)
         const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i *>(b->scales));
         store_groups16(o.scale, scaled_i8(sc, d), scaled_i8(_mm_srli_si128(sc, 8), d));
         _mm256_store_ps(o.min, _mm256_setzero_ps());
         _mm256_store_ps(o.min + 8, _mm256_setzero_ps());
-        // Element 128 h + 32 s + l: nibble s / 2 of ql[64 h + 32 (s % 2) + l], bits 2s of qh[32 h + l].
-        for (int h = 0; h < 2; ++h) {
-            const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(b->ql + 64 * h));
-            const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(b->ql + 64 * h + 32));
-            const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(b->qh + 32 * h));
-            // The high 2 bits moved to bits 4..5 of their own byte (16-bit shifts, then a byte mask).
-            const __m256i v[4] = {
-                _mm256_or_si256(and8(a, 0x0f), and8(_mm256_slli_epi16(hi, 4), 0x30)),
-                _mm256_or_si256(and8(c, 0x0f), and8(_mm256_slli_epi16(hi, 2), 0x30)),
-                _mm256_or_si256(and8(_mm256_srli_epi16(a, 4), 0x0f), and8(hi, 0x30)),
-                _mm256_or_si256(and8(_mm256_srli_epi16(c, 4), 0x0f), and8(_mm256_srli_epi16(hi, 2), 0x30)),
-            };
-            for (int s = 0; s < 4; ++s)
-                _mm256_store_si256(reinterpret_cast<__m256i *>(o.q + 128 * h + 32 * s),
-                                   _mm256_sub_epi8(v[s], _mm256_set1_epi8(32)));
-        }
 #else
         for (int g = 0; g < 16; ++g) set_group16(o, g, d * (float)b->scales[g], 0.0f);
+#endif
+    }
+#if defined(AKUNU_CPU_AVX2)
+    // Element 128 h + 32 s + l: nibble s / 2 of ql[64 h + 32 (s % 2) + l], bits 2s of qh[32 h + l]
+    // (moved to bits 4..5 of their own byte: 16-bit shifts, then a byte mask).
+    template <class Sink> static void quants(const uint8_t *p, Sink &&sink) {
+        AKUNU_UNROLL
+        for (int h = 0; h < 2; ++h) {
+            const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p + 64 * h));
+            const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p + 64 * h + 32));
+            const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p + 128 + 32 * h));
+            const __m256i k32 = _mm256_set1_epi8(32);
+            sink(4 * h + 0, _mm256_sub_epi8(_mm256_or_si256(and8(a, 0x0f), and8(_mm256_slli_epi16(hi, 4), 0x30)), k32));
+            sink(4 * h + 1, _mm256_sub_epi8(_mm256_or_si256(and8(c, 0x0f), and8(_mm256_slli_epi16(hi, 2), 0x30)), k32));
+            sink(4 * h + 2, _mm256_sub_epi8(_mm256_or_si256(and8(_mm256_srli_epi16(a, 4), 0x0f), and8(hi, 0x30)), k32));
+            sink(4 * h + 3, _mm256_sub_epi8(_mm256_or_si256(and8(_mm256_srli_epi16(c, 4), 0x0f), and8(_mm256_srli_epi16(hi, 2), 0x30)), k32));
+        }
+    }
+#endif
+    static void decode(const uint8_t *p, Dec &o) {
+        factors(p, o);
+#if defined(AKUNU_CPU_AVX2)
+        store_quants<Format>(p, o);
+#else
+        const BlockQ6_K *b = reinterpret_cast<const BlockQ6_K *>(p);
         for (int e = 0; e < QK_K; ++e) {
             const int h = e / 128, r = e % 128;
             const int lo = (b->ql[64 * h + r % 64] >> (4 * (r / 64))) & 15;
@@ -342,10 +388,10 @@ template <> struct Format<DType::Q6_K> {
 template <> struct Format<DType::IQ4_XS> {
     using Block = BlockIQ4_XS;
     using Dec = Decoded<256>;
-    static constexpr bool kGroup16 = false, kHasMin = false, kMin16 = false;
-    static void decode(const uint8_t *p, Decoded<256> &o) {
+    static constexpr bool kGroup16 = false, kHasMin = false, kMin16 = false, kDirectQuants = false;
+    static void factors(const uint8_t *p, Dec &o) {
         const BlockIQ4_XS *b = reinterpret_cast<const BlockIQ4_XS *>(p);
-        const float d = read_fp16(reinterpret_cast<const uint8_t *>(&b->d));
+        const float d = read_fp16(p);
         const unsigned scales_h = b->scales_h;
 #if defined(AKUNU_CPU_AVX2)
         uint32_t sl;
@@ -358,16 +404,23 @@ template <> struct Format<DType::IQ4_XS> {
         store_groups32(o.scale, scaled_i8(ls, d));
         _mm256_store_ps(o.min, _mm256_setzero_ps());
         _mm256_store_ps(o.min + 8, _mm256_setzero_ps());
-        for (int j = 0; j < 8; ++j) iq4_lookup16(b->qs + 16 * j, o.q + 32 * j);
 #else
         for (int j = 0; j < 8; ++j) {
             const int ls = (((b->scales_l[j / 2] >> (4 * (j % 2))) & 15) | ((scales_h >> (2 * j)) & 3) << 4) - 32;
             set_group32(o, j, d * (float)ls, 0.0f);
-            for (int l = 0; l < 16; ++l) {
-                o.q[32 * j + l] = kIQ4Values[b->qs[16 * j + l] & 15];
-                o.q[32 * j + 16 + l] = kIQ4Values[b->qs[16 * j + l] >> 4];
-            }
         }
+#endif
+    }
+    static void decode(const uint8_t *p, Dec &o) {
+        factors(p, o);
+#if defined(AKUNU_CPU_AVX2)
+        for (int j = 0; j < 8; ++j) iq4_lookup16(p + 8 + 16 * j, o.q + 32 * j);
+#else
+        for (int j = 0; j < 8; ++j)
+            for (int l = 0; l < 16; ++l) {
+                o.q[32 * j + l] = kIQ4Values[p[8 + 16 * j + l] & 15];
+                o.q[32 * j + 16 + l] = kIQ4Values[p[8 + 16 * j + l] >> 4];
+            }
 #endif
     }
 };

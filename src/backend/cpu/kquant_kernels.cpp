@@ -45,6 +45,10 @@ template <DType T> AKUNU_NO_FP_CONTRACT void dequant_row(const uint8_t *src, flo
 
 inline void store_out(float *y, float v, bool accumulate) { *y = accumulate ? *y + v : v; }
 
+// Tiles: 2 weight rows x M while M is small (decode; 4 rows measured no faster on Zen 3, and Q6_K's
+// direct path spills with 4), 2 x 4 for prefill (decoded blocks are reused by 4 activation rows).
+constexpr int kSmallTileN = 2, kSmallM = 3, kTileN = 2, kTileM = 4;
+
 // ---- scalar dot (the fallback; also the reference the SIMD tile must match to float rounding) ----
 
 template <DType T> [[maybe_unused]] float dot_scalar(const uint8_t *w_row, const BlockQ16Act *x, int64_t n_blocks) {
@@ -176,9 +180,13 @@ inline void group_sums(const __m256i dots[8], __m256i &A, __m256i &B) {
 }
 
 // Superblocks: per (weight row, activation row) eight 32-element integer dots, reduced to the 16
-// group sums, scaled by (group scale x activation block scale) in two vector FMAs.
+// group sums, scaled by (group scale x activation block scale) in two vector FMAs. Formats with
+// kDirectQuants feed the dots from registers (F::quants) while M is small, i.e. for the GEMV:
+// no decoded copy to write and read back; for larger tiles each block is decoded once into L1
+// and reused by all RM activation rows.
 template <DType T, int RN, int RM> void tile_avx2_super(const GemmArgs &a, const uint8_t *w, const uint8_t *x, float *y) {
     using F = Format<T>;
+    constexpr bool kDirect = F::kDirectQuants && RM <= kSmallM;
     static_assert(kActBlocks<T> == 8, "superblocks are 8 activation blocks");
     const uint8_t *w_rows[RN];
     const BlockQ16Act *x_rows[RM];
@@ -196,7 +204,12 @@ template <DType T, int RN, int RM> void tile_avx2_super(const GemmArgs &a, const
     const int64_t n_blocks = a.K / QK_K;
     for (int64_t b = 0; b < n_blocks; ++b) {
         AKUNU_UNROLL
-        for (int r = 0; r < RN; ++r) F::decode(w_rows[r] + (size_t)b * kBlockBytes<T>, dec[r]);
+        for (int r = 0; r < RN; ++r) {
+            if constexpr (kDirect)
+                F::factors(w_rows[r] + (size_t)b * kBlockBytes<T>, dec[r]);
+            else
+                F::decode(w_rows[r] + (size_t)b * kBlockBytes<T>, dec[r]);
+        }
         __m256 adA[RM], adB[RM];  // activation block scales in group_slot order
         AKUNU_UNROLL
         for (int m = 0; m < RM; ++m) {
@@ -232,12 +245,17 @@ template <DType T, int RN, int RM> void tile_avx2_super(const GemmArgs &a, const
             for (int m = 0; m < RM; ++m) {
                 const BlockQ16Act *xa = x_rows[m] + b * 8;
                 __m256i dots[8], A, B;
-                AKUNU_UNROLL
-                for (int j = 0; j < 8; ++j) {
-                    const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i *>(dec[r].q + 32 * j));
+                // int8 quants of block j -> even / odd elements in int16 (the activation order) -> dot.
+                auto dot_block = [&](int j, __m256i q) {
                     const __m256i we = _mm256_srai_epi16(_mm256_slli_epi16(q, 8), 8), wo = _mm256_srai_epi16(q, 8);
                     dots[j] = _mm256_add_epi32(_mm256_madd_epi16(we, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xa[j].qs))),
                                                _mm256_madd_epi16(wo, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xa[j].qs + 16))));
+                };
+                if constexpr (kDirect) {
+                    F::quants(w_rows[r] + (size_t)b * kBlockBytes<T>, dot_block);
+                } else {
+                    AKUNU_UNROLL
+                    for (int j = 0; j < 8; ++j) dot_block(j, _mm256_load_si256(reinterpret_cast<const __m256i *>(dec[r].q + 32 * j)));
                 }
                 group_sums(dots, A, B);
                 acc[m][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(A), _mm256_mul_ps(scA, adA[m]), acc[m][r]);
@@ -253,9 +271,6 @@ template <DType T, int RN, int RM> void tile_avx2_super(const GemmArgs &a, const
 
 #endif  // AKUNU_CPU_AVX2
 
-// Tiles: 4 weight rows x M while M is small (decode: four weight streams at once), 2 x 4 for
-// prefill (decoded blocks are reused by 4 activation rows; larger tiles spill).
-constexpr int kSmallTileN = 4, kSmallM = 3, kTileN = 2, kTileM = 4;
 constexpr int kMaxN = std::max(kSmallTileN, kTileN), kMaxM = std::max(kSmallM, kTileM);
 
 template <DType T, int RN, int RM> constexpr TileFn pick_tile() {

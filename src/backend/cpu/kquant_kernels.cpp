@@ -1,15 +1,15 @@
 // Dequantization and GEMM for the group-scaled dtypes (see kquant_kernels.h), on top of the block
 // decoders of kquant_decode.h.
 //
-// GEMM: a tile of RN weight rows x RM activation rows walks K one format block at a time: each of
-// the RN blocks is decoded once (int8 quants + per-16 factors, in L1) and serves all RM activation
-// rows. Per 32 elements the int8 quants are widened to int16 exactly like Q8_0's (even / odd
-// elements: the activation block order, quant_blocks.h) and dotted with _mm256_madd_epi16; lanes
-// 0..3 of the int32 result hold elements 0..15, lanes 4..7 elements 16..31, so formats with a
-// scale per 16 elements (Q2_K, Q3_K, Q6_K) apply both scales with one vector multiply. Mins:
-//   per 32 elements (Q4_K, Q5_K, Q5_1): min * (activation block sum), scalar, once per block;
-//   per 16 (Q2_K): the activation half sums come from two more madds against ones.
-// |q| <= 127 and |q_act| <= 32767: 32 products stay far inside int32.
+// GEMM: a tile of RN weight rows x RM activation rows walks K one format block at a time; a block
+// is decoded once (int8 quants + per-16 factors, in L1) for all RM activation rows, or, for the
+// GEMV of the common K-quants, its quants go straight from registers into the dots. Per 32
+// elements the int8 quants are widened to int16 exactly like Q8_0's (even / odd elements: the
+// activation block order, quant_blocks.h) and dotted with _mm256_madd_epi16 (|q| <= 127 and
+// |q_act| <= 32767: far inside int32). Superblocks reduce their eight 32-element dots to the
+// sixteen 16-element group sums and scale them with two vector FMAs, so a scale per 16 elements
+// (Q2_K, Q3_K, Q6_K) costs nothing extra. Mins: per 32 elements (Q4_K, Q5_K, Q5_1) min x the
+// activation block's sum; per 16 (Q2_K) the activation group sums, from madds against ones.
 #include "backend/cpu/kquant_kernels.h"
 
 #include <algorithm>
@@ -93,16 +93,10 @@ inline float hsum(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
-// Group factors of 32 elements as a vector: lanes 0..3 the first 16-group's, 4..7 the second's.
-template <bool kGroup16> inline __m256 group_factors(const float *f, int j) {
-    if constexpr (kGroup16)
-        return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_set1_ps(f[2 * j])), _mm_set1_ps(f[2 * j + 1]), 1);
-    else
-        return _mm256_set1_ps(f[2 * j]);
-}
-
+// 32-element blocks (Q5_0, Q5_1, IQ4_NL): one activation block per weight block, like Q4_0's tile.
 template <DType T, int RN, int RM> void tile_avx2_block32(const GemmArgs &a, const uint8_t *w, const uint8_t *x, float *y) {
     using F = Format<T>;
+    static_assert(kActBlocks<T> == 1 && !F::kGroup16 && !F::kMin16, "one scale and min per 32-element block");
     const uint8_t *w_rows[RN];
     const BlockQ16Act *x_rows[RM];
     AKUNU_UNROLL
@@ -111,7 +105,7 @@ template <DType T, int RN, int RM> void tile_avx2_block32(const GemmArgs &a, con
     for (int m = 0; m < RM; ++m) x_rows[m] = reinterpret_cast<const BlockQ16Act *>(x + m * a.x_row_bytes);
 
     __m256 acc[RM][RN];
-    float min_acc[RM][RN];  // per-32 mins: Σ min * activation block sum
+    float min_acc[RM][RN];  // Σ min * activation block sum
     AKUNU_UNROLL
     for (int m = 0; m < RM; ++m)
         AKUNU_UNROLL
@@ -121,46 +115,28 @@ template <DType T, int RN, int RM> void tile_avx2_block32(const GemmArgs &a, con
         }
 
     typename F::Dec dec[RN];
-    const int64_t n_blocks = a.K / kElems<T>;
-    for (int64_t b = 0; b < n_blocks; ++b) {
+    for (int64_t b = 0; b < a.K / QK_ACT; ++b) {
+        __m256i we[RN], wo[RN];
+        __m256 sv[RN];
         AKUNU_UNROLL
-        for (int r = 0; r < RN; ++r) F::decode(w_rows[r] + (size_t)b * kBlockBytes<T>, dec[r]);
-        const int64_t xb = b * kActBlocks<T>;
-        if constexpr (F::kHasMin && !F::kMin16) {
-            AKUNU_UNROLL
-            for (int m = 0; m < RM; ++m)
-                AKUNU_UNROLL
-                for (int r = 0; r < RN; ++r)
-                    for (int j = 0; j < kActBlocks<T>; ++j) min_acc[m][r] += dec[r].min[2 * j] * x_rows[m][xb + j].sum;
+        for (int r = 0; r < RN; ++r) {
+            F::decode(w_rows[r] + (size_t)b * kBlockBytes<T>, dec[r]);
+            const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i *>(dec[r].q));
+            we[r] = _mm256_srai_epi16(_mm256_slli_epi16(q, 8), 8);  // even elements, sign-extended
+            wo[r] = _mm256_srai_epi16(q, 8);                         // odd elements
+            sv[r] = _mm256_set1_ps(dec[r].scale[0]);
         }
-        for (int j = 0; j < kActBlocks<T>; ++j) {
-            __m256i we[RN], wo[RN];
-            __m256 sv[RN];
+        AKUNU_UNROLL
+        for (int m = 0; m < RM; ++m) {
+            const BlockQ16Act &ab = x_rows[m][b];
+            const __m256i ae = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(ab.qs));
+            const __m256i ao = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(ab.qs + 16));
+            const __m256 ad = _mm256_set1_ps(ab.d);
             AKUNU_UNROLL
             for (int r = 0; r < RN; ++r) {
-                const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i *>(dec[r].q + 32 * j));
-                we[r] = _mm256_srai_epi16(_mm256_slli_epi16(q, 8), 8);  // even elements, sign-extended
-                wo[r] = _mm256_srai_epi16(q, 8);                         // odd elements
-                sv[r] = group_factors<F::kGroup16>(dec[r].scale, j);
-            }
-            AKUNU_UNROLL
-            for (int m = 0; m < RM; ++m) {
-                const BlockQ16Act &ab = x_rows[m][xb + j];
-                const __m256i ae = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(ab.qs));
-                const __m256i ao = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(ab.qs + 16));
-                const __m256 ad = _mm256_set1_ps(ab.d);
-                AKUNU_UNROLL
-                for (int r = 0; r < RN; ++r) {
-                    const __m256i dots = _mm256_add_epi32(_mm256_madd_epi16(we[r], ae), _mm256_madd_epi16(wo[r], ao));
-                    acc[m][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots), _mm256_mul_ps(sv[r], ad), acc[m][r]);
-                }
-                if constexpr (F::kMin16) {
-                    const __m256i ones = _mm256_set1_epi16(1);
-                    const __m256 xs = _mm256_mul_ps(
-                        _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_madd_epi16(ae, ones), _mm256_madd_epi16(ao, ones))), ad);
-                    AKUNU_UNROLL
-                    for (int r = 0; r < RN; ++r) acc[m][r] = _mm256_fnmadd_ps(xs, group_factors<true>(dec[r].min, j), acc[m][r]);
-                }
+                const __m256i dots = _mm256_add_epi32(_mm256_madd_epi16(we[r], ae), _mm256_madd_epi16(wo[r], ao));
+                acc[m][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots), _mm256_mul_ps(sv[r], ad), acc[m][r]);
+                if constexpr (F::kHasMin) min_acc[m][r] += dec[r].min[0] * ab.sum;
             }
         }
     }
@@ -169,7 +145,6 @@ template <DType T, int RN, int RM> void tile_avx2_block32(const GemmArgs &a, con
         AKUNU_UNROLL
         for (int r = 0; r < RN; ++r) store_out(y + m * a.y_stride + r, hsum(acc[m][r]) - min_acc[m][r], a.accumulate);
 }
-
 
 // The eight 32-element dots of a superblock (int32 x 8 each; lanes 0..3 sum the first 16 elements,
 // 4..7 the second) reduced to their sixteen 16-element group sums, in group_slot order:

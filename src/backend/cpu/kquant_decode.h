@@ -148,7 +148,8 @@ template <> struct Format<DType::IQ4_NL> {
 // ---- 256-element superblocks ----
 // Each format: factors(p, o) writes scale / min; decode(p, o) = factors + all quants. With AVX2,
 // quants(p, sink) hands the int8 quants of block j (elements 32 j ..) to sink(j, vector) in
-// registers, so the GEMV can dot them without a trip through memory (kDirectQuants).
+// registers: the GEMM dots them, or widens them once for many activation rows, without first
+// storing the int8 copy.
 
 #if defined(AKUNU_CPU_AVX2)
 // Store the quants of each block (decode's use of quants()).
@@ -184,7 +185,7 @@ inline void decode_2bit_scalar(const uint8_t *qs, int8_t *q) {
 template <> struct Format<DType::Q2_K> {
     using Block = BlockQ2_K;
     using Dec = Decoded<256>;
-    static constexpr bool kGroup16 = true, kHasMin = true, kMin16 = true, kDirectQuants = false;
+    static constexpr bool kGroup16 = true, kHasMin = true, kMin16 = true;
     static void factors(const uint8_t *p, Dec &o) {
         const BlockQ2_K *b = reinterpret_cast<const BlockQ2_K *>(p);
         const float d = read_fp16(p + 80), dmin = read_fp16(p + 82);
@@ -213,7 +214,7 @@ template <> struct Format<DType::Q2_K> {
 template <> struct Format<DType::Q3_K> {
     using Block = BlockQ3_K;
     using Dec = Decoded<256>;
-    static constexpr bool kGroup16 = true, kHasMin = false, kMin16 = false, kDirectQuants = false;
+    static constexpr bool kGroup16 = true, kHasMin = false, kMin16 = false;
     static void factors(const uint8_t *p, Dec &o) {
         const BlockQ3_K *b = reinterpret_cast<const BlockQ3_K *>(p);
         const float d = read_fp16(p + 108);
@@ -295,7 +296,7 @@ inline void decode_k_nibbles_scalar(const uint8_t *qs, int8_t *q) {
 template <> struct Format<DType::Q4_K> {
     using Block = BlockQ4_K;
     using Dec = Decoded<256>;
-    static constexpr bool kGroup16 = false, kHasMin = true, kMin16 = false, kDirectQuants = true;
+    static constexpr bool kGroup16 = false, kHasMin = true, kMin16 = false;
     static void factors(const uint8_t *p, Dec &o) { decode_k_scale_min(p, o); }
 #if defined(AKUNU_CPU_AVX2)
     template <class Sink> static void quants(const uint8_t *p, Sink &&sink) { k_nibble_blocks(p + 16, sink); }
@@ -313,7 +314,7 @@ template <> struct Format<DType::Q4_K> {
 template <> struct Format<DType::Q5_K> {
     using Block = BlockQ5_K;
     using Dec = Decoded<256>;
-    static constexpr bool kGroup16 = false, kHasMin = true, kMin16 = false, kDirectQuants = true;
+    static constexpr bool kGroup16 = false, kHasMin = true, kMin16 = false;
     static void factors(const uint8_t *p, Dec &o) { decode_k_scale_min(p, o); }
 #if defined(AKUNU_CPU_AVX2)
     // 5th bit of element 32 j + l: bit j of qh[l] (qh at 16), moved to bit 4 inside its byte.
@@ -339,7 +340,7 @@ template <> struct Format<DType::Q5_K> {
 template <> struct Format<DType::Q6_K> {
     using Block = BlockQ6_K;
     using Dec = Decoded<256>;
-    static constexpr bool kGroup16 = true, kHasMin = false, kMin16 = false, kDirectQuants = true;
+    static constexpr bool kGroup16 = true, kHasMin = false, kMin16 = false;
     static void factors(const uint8_t *p, Dec &o) {
         const BlockQ6_K *b = reinterpret_cast<const BlockQ6_K *>(p);
         const float d = read_fp16(p + 208);
@@ -388,7 +389,7 @@ template <> struct Format<DType::Q6_K> {
 template <> struct Format<DType::IQ4_XS> {
     using Block = BlockIQ4_XS;
     using Dec = Decoded<256>;
-    static constexpr bool kGroup16 = false, kHasMin = false, kMin16 = false, kDirectQuants = false;
+    static constexpr bool kGroup16 = false, kHasMin = false, kMin16 = false;
     static void factors(const uint8_t *p, Dec &o) {
         const BlockIQ4_XS *b = reinterpret_cast<const BlockIQ4_XS *>(p);
         const float d = read_fp16(p);
@@ -411,10 +412,21 @@ template <> struct Format<DType::IQ4_XS> {
         }
 #endif
     }
+#if defined(AKUNU_CPU_AVX2)
+    template <class Sink> static void quants(const uint8_t *p, Sink &&sink) {
+        const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i *>(kIQ4Values));
+        AKUNU_UNROLL
+        for (int j = 0; j < 8; ++j) {
+            const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i *>(p + 8 + 16 * j));
+            const __m128i lo = _mm_and_si128(v, _mm_set1_epi8(0x0f)), hi = _mm_and_si128(_mm_srli_epi16(v, 4), _mm_set1_epi8(0x0f));
+            sink(j, _mm256_set_m128i(_mm_shuffle_epi8(table, hi), _mm_shuffle_epi8(table, lo)));
+        }
+    }
+#endif
     static void decode(const uint8_t *p, Dec &o) {
         factors(p, o);
 #if defined(AKUNU_CPU_AVX2)
-        for (int j = 0; j < 8; ++j) iq4_lookup16(p + 8 + 16 * j, o.q + 32 * j);
+        store_quants<Format>(p, o);
 #else
         for (int j = 0; j < 8; ++j)
             for (int l = 0; l < 16; ++l) {

@@ -155,13 +155,12 @@ inline void group_sums(const __m256i dots[8], __m256i &A, __m256i &B) {
 }
 
 // Superblocks: per (weight row, activation row) eight 32-element integer dots, reduced to the 16
-// group sums, scaled by (group scale x activation block scale) in two vector FMAs. Formats with
-// kDirectQuants feed the dots from registers (F::quants) while M is small, i.e. for the GEMV:
-// no decoded copy to write and read back; for larger tiles each block is decoded once into L1
-// and reused by all RM activation rows.
+// group sums, scaled by (group scale x activation block scale) in two vector FMAs. While M is
+// small (the GEMV) the quants go from F::quants straight into the dots; for larger tiles each
+// block is widened to int16 once (into L1) and reused by all RM activation rows.
 template <DType T, int RN, int RM> void tile_avx2_super(const GemmArgs &a, const uint8_t *w, const uint8_t *x, float *y) {
     using F = Format<T>;
-    constexpr bool kDirect = F::kDirectQuants && RM <= kSmallM;
+    constexpr bool kDirect = RM <= kSmallM;
     static_assert(kActBlocks<T> == 8, "superblocks are 8 activation blocks");
     const uint8_t *w_rows[RN];
     const BlockQ16Act *x_rows[RM];
@@ -175,15 +174,18 @@ template <DType T, int RN, int RM> void tile_avx2_super(const GemmArgs &a, const
         AKUNU_UNROLL
         for (int r = 0; r < RN; ++r) acc[m][r] = _mm256_setzero_ps();
 
-    typename F::Dec dec[RN];
+    typename F::Dec dec[RN];                   // factors (the quants stay in registers or in q16)
+    alignas(32) int16_t q16[kDirect ? 1 : RN][QK_K];  // per block j: its 16 even, then 16 odd elements
     const int64_t n_blocks = a.K / QK_K;
     for (int64_t b = 0; b < n_blocks; ++b) {
         AKUNU_UNROLL
         for (int r = 0; r < RN; ++r) {
-            if constexpr (kDirect)
-                F::factors(w_rows[r] + (size_t)b * kBlockBytes<T>, dec[r]);
-            else
-                F::decode(w_rows[r] + (size_t)b * kBlockBytes<T>, dec[r]);
+            F::factors(w_rows[r] + (size_t)b * kBlockBytes<T>, dec[r]);
+            if constexpr (!kDirect)
+                F::quants(w_rows[r] + (size_t)b * kBlockBytes<T>, [&](int j, __m256i q) {
+                    _mm256_store_si256(reinterpret_cast<__m256i *>(q16[r] + 32 * j), _mm256_srai_epi16(_mm256_slli_epi16(q, 8), 8));
+                    _mm256_store_si256(reinterpret_cast<__m256i *>(q16[r] + 32 * j + 16), _mm256_srai_epi16(q, 8));
+                });
         }
         __m256 adA[RM], adB[RM];  // activation block scales in group_slot order
         AKUNU_UNROLL
@@ -220,17 +222,20 @@ template <DType T, int RN, int RM> void tile_avx2_super(const GemmArgs &a, const
             for (int m = 0; m < RM; ++m) {
                 const BlockQ16Act *xa = x_rows[m] + b * 8;
                 __m256i dots[8], A, B;
-                // int8 quants of block j -> even / odd elements in int16 (the activation order) -> dot.
-                auto dot_block = [&](int j, __m256i q) {
-                    const __m256i we = _mm256_srai_epi16(_mm256_slli_epi16(q, 8), 8), wo = _mm256_srai_epi16(q, 8);
+                // Block j's even / odd elements in int16 (the activation order) dotted with the activations.
+                auto dot16 = [&](int j, __m256i we, __m256i wo) {
                     dots[j] = _mm256_add_epi32(_mm256_madd_epi16(we, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xa[j].qs))),
                                                _mm256_madd_epi16(wo, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xa[j].qs + 16))));
                 };
                 if constexpr (kDirect) {
-                    F::quants(w_rows[r] + (size_t)b * kBlockBytes<T>, dot_block);
+                    F::quants(w_rows[r] + (size_t)b * kBlockBytes<T>, [&](int j, __m256i q) {
+                        dot16(j, _mm256_srai_epi16(_mm256_slli_epi16(q, 8), 8), _mm256_srai_epi16(q, 8));
+                    });
                 } else {
                     AKUNU_UNROLL
-                    for (int j = 0; j < 8; ++j) dot_block(j, _mm256_load_si256(reinterpret_cast<const __m256i *>(dec[r].q + 32 * j)));
+                    for (int j = 0; j < 8; ++j)
+                        dot16(j, _mm256_load_si256(reinterpret_cast<const __m256i *>(q16[r] + 32 * j)),
+                              _mm256_load_si256(reinterpret_cast<const __m256i *>(q16[r] + 32 * j + 16)));
                 }
                 group_sums(dots, A, B);
                 acc[m][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(A), _mm256_mul_ps(scA, adA[m]), acc[m][r]);

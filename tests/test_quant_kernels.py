@@ -279,3 +279,23 @@ def test_gemm_row_ranges(name):
     whole = np.asarray(_core._gemm(name, w_raw.tobytes(), 11, k, x))
     for chunk in (1, 3, 4):
         np.testing.assert_array_equal(np.asarray(_core._gemm(name, w_raw.tobytes(), 11, k, x, row_chunk=chunk)), whole)
+
+
+@pytest.mark.parametrize("name", GROUP_SCALED + ["Q4_0", "Q8_0", "F16"])
+def test_device_hooks_on_cpu(name):
+    # _device_gemm / _device_embedding (the hooks tests/test_cuda.py runs the CUDA kernels through)
+    # build one command as the table builder does; on the CPU device they must reproduce _gemm and
+    # gguf-py (Q4_0 / Q8_0: through the load-time repacked layout).
+    rng = np.random.default_rng(8)
+    k, n_rows = 512, 19
+    w_raw = random_weights(rng, name, n_rows, k)
+    for m in (1, 5):
+        x = rng.standard_normal((m, k)).astype(np.float32)
+        got = np.asarray(_core._device_gemm("cpu", name, w_raw.tobytes(), n_rows, k, x))
+        want = np.asarray(_core._gemm(name, w_raw.tobytes(), n_rows, k, x))
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+    ids = np.array([18, 0, 7, 7], dtype=np.uint32)
+    got = np.asarray(_core._device_embedding("cpu", name, w_raw.tobytes(), n_rows, k, ids))
+    assert_bits_equal(got, gguf_dequantize(name, w_raw).reshape(n_rows, k)[ids], exact_nan=False)
+    with pytest.raises(ValueError):
+        _core._device_embedding("cpu", name, w_raw.tobytes(), n_rows, k, np.array([n_rows], dtype=np.uint32))

@@ -74,8 +74,11 @@ def test_mixed_model_greedy_decode_matches_logits(kq_case, akunu_mod, llama_spm_
     model.reset()
     first = model.prefill(ids)
     out = [first] + list(model.chain_decode(first, 15))
-    logits = model.logits(ids + out[:-1])
-    assert [int(v) for v in logits[len(ids) - 1:].argmax(-1)] == out
+    logits = np.asarray(model.logits(ids + out[:-1]))[len(ids) - 1:]
+    # Each decoded token is the argmax of the teacher-forced logits (up to float noise between the
+    # M = 1 and M > 1 paths, should two logits nearly tie).
+    chosen = logits[np.arange(len(out)), out]
+    assert np.all(chosen >= logits.max(-1) - (1e-3 + 1e-4 * np.abs(logits).max(-1))), (out, logits.argmax(-1).tolist())
 
 
 def test_inspect_names_new_dtypes(kq_case, akunu_mod):

@@ -13,8 +13,10 @@ size, so the benchmark models are written with random weights:
 * F16 written with gguf-py tensor by tensor (an 8B file never sits in memory), values drawn from a 32 MiB pool
   of normal(0, 0.02) float16 at random offsets (cheap, and random enough for quantization);
 * Q8_0 and Q4_0 quantized from the F16 file with llama.cpp's own quantizer (``llama_cpp.llama_model_quantize``)
-  with ``pure`` set: every 2-D tensor in the named type. (llama-quantize's default mix would store the output
-  matrix as Q6_K, which akunu does not run yet; ``pure`` gives both engines the same file either way.)
+  with ``pure`` set: every 2-D tensor in the named type;
+* Q4_K_M quantized the same way but with llama.cpp's own per-tensor mix (not ``pure``): Q4_K matrices, Q6_K for
+  the output and some attn_v / ffn_down, and llama.cpp's fallbacks (e.g. Q5_0 / Q8_0) where a row length is not
+  a multiple of 256 - the file people actually download.
 
 Files are cached in $AKUNU_BENCH_CACHE, else ~/.cache/akunu/bench-models, never inside the repository.
 
@@ -35,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-QUANTS = ("F16", "Q8_0", "Q4_0")
+QUANTS = ("F16", "Q8_0", "Q4_0", "Q4_K_M")
 REAL_QUANT = {"smollm2-135m": "Q4_1"}  # real files, shipped by a package
 
 
@@ -72,7 +74,7 @@ SHAPES = {s.name: s for s in [
 ]}
 
 _VOCAB_SIZES = {"qwen2": 151936, "llama-spm": 32000, "llama-bpe": 128256, "smollm2": 49152}
-_BYTES_PER_WEIGHT = {"F16": 2.0, "Q8_0": 34 / 32, "Q4_0": 18 / 32, "Q4_1": 20 / 32}
+_BYTES_PER_WEIGHT = {"F16": 2.0, "Q8_0": 34 / 32, "Q4_0": 18 / 32, "Q4_1": 20 / 32, "Q4_K_M": 4.9 / 8}  # (a mix: about)
 
 
 def cache_dir() -> Path:
@@ -253,14 +255,15 @@ def write_f16(shape: Shape, path: Path, seed: int = 0) -> None:
 
 
 def quantize(src: Path, dst: Path, quant: str, threads: int | None = None) -> None:
-    """llama.cpp's quantizer, every 2-D tensor in `quant` (pure)."""
+    """llama.cpp's quantizer: every 2-D tensor in `quant` (pure), or llama.cpp's mix for a mixed type (Q4_K_M)."""
     import llama_cpp
 
-    ftype = {"Q8_0": llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0, "Q4_0": llama_cpp.LLAMA_FTYPE_MOSTLY_Q4_0}[quant]
+    ftype = {"Q8_0": llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0, "Q4_0": llama_cpp.LLAMA_FTYPE_MOSTLY_Q4_0,
+             "Q4_K_M": llama_cpp.LLAMA_FTYPE_MOSTLY_Q4_K_M}[quant]
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = ftype
     params.nthread = threads or os.cpu_count() or 1
-    params.pure = True
+    params.pure = quant != "Q4_K_M"
     tmp = dst.with_suffix(".gguf.tmp")
     rc = llama_cpp.llama_model_quantize(str(src).encode(), str(tmp).encode(), ctypes.byref(params))
     if rc != 0:
@@ -270,7 +273,7 @@ def quantize(src: Path, dst: Path, quant: str, threads: int | None = None) -> No
 
 
 def ensure(key: str) -> Path:
-    """The file for 'name:QUANT', written (and for Q8_0/Q4_0 quantized from F16) if it is not cached yet."""
+    """The file for 'name:QUANT', written (and for Q8_0/Q4_0/Q4_K_M quantized from F16) if it is not cached yet."""
     name, quant = parse_key(key)
     path = model_path(name, quant)
     if path.is_file():
@@ -285,7 +288,7 @@ def ensure(key: str) -> Path:
         _log(f"  done in {time.time() - t0:.0f} s")
     if quant != "F16":
         _check_disk(path, estimated_bytes(name, quant))
-        _log(f"quantizing to {path} with llama.cpp ({quant}, pure) ...")
+        _log(f"quantizing to {path} with llama.cpp ({quant}{', pure' if quant != 'Q4_K_M' else ''}) ...")
         t0 = time.time()
         quantize(f16, path, quant)
         _log(f"  done in {time.time() - t0:.0f} s")

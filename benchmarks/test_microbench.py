@@ -7,7 +7,8 @@ src/python/bind_bench.cpp): built with CmdBuilder exactly as the table builder b
 weights the activation-quantization command included) and replayed with encode_dispatch_table.
 
 * GEMV (M = 1) per weight dtype on a 16384 x 4096 matrix (F16: 128 MiB, Q8_0: 68 MiB, Q4_0: 36 MiB, Q4_1:
-  40 MiB; all larger than this machine's 32 MiB L3), in GB/s of weight bytes read per second, and as a
+  40 MiB, Q4_K: 36 MiB, Q6_K: 52 MiB; Q2_K and Q3_K with 32768 rows: 42 / 55 MiB; all larger than this
+  machine's 32 MiB L3), in GB/s of weight bytes read per second, and as a
   percentage of the machine's memory copy bandwidth measured in the same run with numpy (same thread count,
   256 MiB buffers). Copy bandwidth is reported in two conventions:
     - "copy"      bytes copied per second (each byte is read once and written once);
@@ -91,9 +92,16 @@ def _halves(kb, name) -> np.ndarray:
 # --- GEMV ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("dtype", ["F16", "Q8_0", "Q4_0", "Q4_1"])
+# Q2_K / Q3_K (2.6 / 3.4 bits per weight) take twice the rows, to stay larger than a 32 MiB L3.
+GEMV_ROWS_FACTOR = {"Q2_K": 2, "Q3_K": 2}
+GEMV_DTYPES = ["F16", "Q8_0", "Q4_0", "Q4_1",
+               "Q5_0", "Q5_1", "IQ4_NL", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_XS"]  # (group-scaled: random blocks)
+
+
+@pytest.mark.parametrize("dtype", GEMV_DTYPES)
 def test_gemv(benchmark, copy_bandwidth, dtype):
-    kb = _core._bench_gemm_setup(dtype, GEMV_N, GEMV_K, 1, THREADS, 1)
+    n_rows = GEMV_N * GEMV_ROWS_FACTOR.get(dtype, 1)
+    kb = _core._bench_gemm_setup(dtype, n_rows, GEMV_K, 1, THREADS, 1)
     weight_bytes = kb.bytes_read
     llc = _llc_bytes()
     assert llc == 0 or weight_bytes > llc, "the matrix must not fit the last-level cache"
@@ -101,7 +109,7 @@ def test_gemv(benchmark, copy_bandwidth, dtype):
     # Correctness: the engine's output against numpy on the dequantized weights.
     kb.run(1)
     y = _floats(kb, "y")
-    w = np.asarray(_core._dequantize(dtype, kb.buffer("w"), GEMV_N * GEMV_K)).reshape(GEMV_N, GEMV_K)
+    w = np.asarray(_core._dequantize(dtype, kb.buffer("w"), n_rows * GEMV_K)).reshape(n_rows, GEMV_K)
     x = _floats(kb, "x")
     ref = w.astype(np.float64) @ x.astype(np.float64)
     err = np.abs(y - ref).max() / np.abs(ref).max()
@@ -113,13 +121,13 @@ def test_gemv(benchmark, copy_bandwidth, dtype):
     pct = 100 * gbps / copy_bandwidth["copy_rw_GBps"]
     pct_bytes = 100 * gbps / copy_bandwidth["copy_GBps"]
     benchmark.extra_info.update({
-        "kernels": list(kb.kernels), "threads": THREADS, "shape": [GEMV_N, GEMV_K], "weight_bytes": weight_bytes,
+        "kernels": list(kb.kernels), "threads": THREADS, "shape": [n_rows, GEMV_K], "weight_bytes": weight_bytes,
         "seconds_per_gemv_median": t["median_s"], "seconds_per_gemv_min": t["min_s"],
         "GBps_weights": gbps, "GBps_weights_best": weight_bytes / t["min_s"] / 1e9,
         "copy_GBps": copy_bandwidth["copy_GBps"], "copy_rw_GBps": copy_bandwidth["copy_rw_GBps"],
         "pct_of_copy_bw": pct, "pct_of_copy_bytes": pct_bytes, "pct_basis": "copy read+write traffic (2x bytes copied)",
     })
-    SUMMARY.append(f"GEMV {dtype:<5} {GEMV_N}x{GEMV_K} ({weight_bytes / 2**20:.0f} MiB): {t['median_s'] * 1e3:7.2f} ms = "
+    SUMMARY.append(f"GEMV {dtype:<6} {n_rows}x{GEMV_K} ({weight_bytes / 2**20:.0f} MiB): {t['median_s'] * 1e3:7.2f} ms = "
                    f"{gbps:6.2f} GB/s of weights = {pct:5.1f}% of copy r+w bandwidth "
                    f"({pct_bytes:5.1f}% of bytes-copied/s)  [{' + '.join(kb.kernels)}]")
 

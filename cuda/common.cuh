@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "core/errors.h"
@@ -117,6 +118,8 @@ __device__ __forceinline__ float load_f16(const uint8_t *p) {
 //                                    byte's two nibbles. Four lanes cover a block, so a warp reads
 //                                    8 consecutive blocks (coalesced) and 8 consecutive x chunks.
 //   dequant_half(blk, h, out)        elements 16h..16h+15 as floats
+// (kernels reach them through fmt_dot8 / fmt_dequant_half below, which also serve the superblock
+// formats of cuda/formats_kquant.cuh)
 __device__ __forceinline__ float dot4(float4 x, float a, float b, float c, float d, float s) {
     return fmaf(a, x.x, fmaf(b, x.y, fmaf(c, x.z, fmaf(d, x.w, s))));
 }
@@ -246,5 +249,29 @@ struct FmtF32 {
         }
     }
 };
+
+// --- device: weight rows ---------------------------------------------------------------------
+// The 32-element block kb of a weight row. Formats of 32-element blocks (kBlockBytes) are indexed
+// directly; superblock formats (kSuperBytes: 8 blocks of 32, cuda/formats_kquant.cuh) get their
+// superblock kb / 8 and the block's index kb % 8 in it.
+template <class Fmt, class = void>
+struct IsSuperFmt : std::false_type {};
+template <class Fmt>
+struct IsSuperFmt<Fmt, std::void_t<decltype(Fmt::kSuperBytes)>> : std::true_type {};
+
+template <class Fmt>
+__device__ __forceinline__ float fmt_dot8(const uint8_t *row, uint32_t kb, int i, float4 xa, float4 xb) {
+    if constexpr (IsSuperFmt<Fmt>::value)
+        return Fmt::dot8(row + (size_t)(kb / 8) * Fmt::kSuperBytes, (int)(kb % 8), i, xa, xb);
+    else
+        return Fmt::dot8(row + (size_t)kb * Fmt::kBlockBytes, i, xa, xb);
+}
+template <class Fmt>
+__device__ __forceinline__ void fmt_dequant_half(const uint8_t *row, uint32_t kb, int h, float *out) {
+    if constexpr (IsSuperFmt<Fmt>::value)
+        Fmt::dequant_half(row + (size_t)(kb / 8) * Fmt::kSuperBytes, (int)(kb % 8), h, out);
+    else
+        Fmt::dequant_half(row + (size_t)kb * Fmt::kBlockBytes, h, out);
+}
 
 }  // namespace akunu::cuda

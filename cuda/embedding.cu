@@ -1,5 +1,6 @@
 // Embedding lookup: one dequantized table row per token id into the residual stream.
 #include "cuda/common.cuh"
+#include "cuda/formats_kquant.cuh"
 
 namespace akunu::cuda {
 
@@ -17,7 +18,7 @@ __global__ void embedding_kernel(const uint32_t *__restrict__ ids, const uint8_t
     const float scale = p.scale != 0.f ? p.scale : 1.f;
     for (uint32_t h = threadIdx.x; h < p.dim / 16; h += blockDim.x) {
         float v[16];
-        Fmt::dequant_half(row + (size_t)(h / 2) * Fmt::kBlockBytes, h & 1, v);
+        fmt_dequant_half<Fmt>(row, h / 2, h & 1, v);
 #pragma unroll
         for (int i = 0; i < 16; ++i) dst[16 * h + i] = v[i] * scale;
     }
@@ -40,5 +41,9 @@ void launch_embedding_bf16(const LaunchArgs &a) { launch_embedding<FmtBF16>(a, "
 void launch_embedding_q8_0(const LaunchArgs &a) { launch_embedding<FmtQ8_0>(a, "embedding_q8_0"); }
 void launch_embedding_q4_0(const LaunchArgs &a) { launch_embedding<FmtQ4_0>(a, "embedding_q4_0"); }
 void launch_embedding_q4_1(const LaunchArgs &a) { launch_embedding<FmtQ4_1>(a, "embedding_q4_1"); }
+#define AKUNU_DEFINE(lower, upper) \
+    void launch_embedding_##lower(const LaunchArgs &a) { launch_embedding<Fmt##upper>(a, "embedding_" #lower); }
+AKUNU_CUDA_KQUANT_FORMATS(AKUNU_DEFINE)
+#undef AKUNU_DEFINE
 
 }  // namespace akunu::cuda

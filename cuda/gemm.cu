@@ -8,6 +8,7 @@
 #include <mma.h>
 
 #include "cuda/common.cuh"
+#include "cuda/formats_kquant.cuh"
 
 namespace akunu::cuda {
 
@@ -62,7 +63,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
         const float4 xa = *reinterpret_cast<const float4 *>(x + (size_t)kb * 32 + 4 * sub);
         const float4 xb = *reinterpret_cast<const float4 *>(x + (size_t)kb * 32 + 16 + 4 * sub);
 #pragma unroll
-        for (int r = 0; r < kGemvRows; ++r) acc[r] += Fmt::dot8(wrow[r] + (size_t)kb * Fmt::kBlockBytes, sub, xa, xb);
+        for (int r = 0; r < kGemvRows; ++r) acc[r] += fmt_dot8<Fmt>(wrow[r], kb, sub, xa, xb);
     }
 #pragma unroll
     for (int r = 0; r < kGemvRows; ++r) {
@@ -139,8 +140,7 @@ __global__ void __launch_bounds__(128)
             __half2 *dst = reinterpret_cast<__half2 *>(&ws[r][16 * h]);
             if (n0 + r < N) {
                 float v[16];
-                Fmt::dequant_half(W + (size_t)(n0 + r) * p.w_row_bytes[part] + (size_t)(k0 / 32) * Fmt::kBlockBytes,
-                                  h, v);
+                fmt_dequant_half<Fmt>(W + (size_t)(n0 + r) * p.w_row_bytes[part], k0 / 32, h, v);
 #pragma unroll
                 for (int i = 0; i < 8; ++i) dst[i] = __floats2half2_rn(v[2 * i], v[2 * i + 1]);
             } else {
@@ -218,5 +218,9 @@ void launch_gemm_bf16(const LaunchArgs &a) { launch_gemm<FmtBF16>(a, "gemm_bf16"
 void launch_gemm_q8_0(const LaunchArgs &a) { launch_gemm<FmtQ8_0>(a, "gemm_q8_0"); }
 void launch_gemm_q4_0(const LaunchArgs &a) { launch_gemm<FmtQ4_0>(a, "gemm_q4_0"); }
 void launch_gemm_q4_1(const LaunchArgs &a) { launch_gemm<FmtQ4_1>(a, "gemm_q4_1"); }
+#define AKUNU_DEFINE(lower, upper) \
+    void launch_gemm_##lower(const LaunchArgs &a) { launch_gemm<Fmt##upper>(a, "gemm_" #lower); }
+AKUNU_CUDA_KQUANT_FORMATS(AKUNU_DEFINE)
+#undef AKUNU_DEFINE
 
 }  // namespace akunu::cuda

@@ -55,6 +55,15 @@ void launch_gemm_bf16(const LaunchArgs &);
 void launch_gemm_q8_0(const LaunchArgs &);
 void launch_gemm_q4_0(const LaunchArgs &);
 void launch_gemm_q4_1(const LaunchArgs &);
+// The group-scaled dtypes (cuda/formats_kquant.cuh): X(kernel-name suffix, Fmt suffix / DType).
+#define AKUNU_CUDA_KQUANT_FORMATS(X) \
+    X(q5_0, Q5_0) X(q5_1, Q5_1) X(iq4_nl, IQ4_NL) X(q2_k, Q2_K) X(q3_k, Q3_K) X(q4_k, Q4_K) X(q5_k, Q5_K) X(q6_k, Q6_K) \
+    X(iq4_xs, IQ4_XS)
+#define AKUNU_DECLARE(lower, upper) \
+    void launch_gemm_##lower(const LaunchArgs &); \
+    void launch_embedding_##lower(const LaunchArgs &);
+AKUNU_CUDA_KQUANT_FORMATS(AKUNU_DECLARE)
+#undef AKUNU_DECLARE
 void launch_rmsnorm_f32(const LaunchArgs &);
 void launch_rope_interleaved_kv_write(const LaunchArgs &);
 void launch_rope_neox_kv_write(const LaunchArgs &);

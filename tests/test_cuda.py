@@ -138,3 +138,70 @@ def test_long_context_attention_matches_cpu(pair):
     ids = (ids * 4)[:1000]
     a, b = _greedy(cpu, ids, 24), _greedy(cuda, ids, 24)
     assert a == b
+
+
+# ------------------------------------------------------------------ the group-scaled dtypes
+# Q5_0, Q5_1, IQ4_NL and the superblock formats Q2_K .. Q6_K, IQ4_XS (cuda/formats_kquant.cuh):
+# one GEMM / embedding command on the CUDA device against float64 numpy on gguf-py's
+# dequantization, then whole models (tests/gguf_kquants.py) against the CPU backend.
+
+import gguf_kquants as kq  # noqa: E402
+from test_quant_kernels import GROUP_SCALED, gguf_dequantize, random_block_weights, random_weights  # noqa: E402
+
+
+@pytest.mark.parametrize("name", GROUP_SCALED)
+@pytest.mark.parametrize("m", [1, 3, 70])
+@pytest.mark.parametrize("weights", ["quantized", "random_blocks"])
+def test_group_scaled_gemm_matches_float64(name, m, weights):
+    rng = np.random.default_rng(m * 7 + len(name))
+    k, n_rows = 1024, 37
+    w_raw = (random_weights if weights == "quantized" else random_block_weights)(rng, name, n_rows, k)
+    x = (rng.standard_normal((m, k)) * rng.uniform(0.1, 3.0, (m, 1))).astype(np.float32)
+    y = np.asarray(akunu._core._device_gemm("cuda", name, w_raw.tobytes(), n_rows, k, x))
+    w = gguf_dequantize(name, w_raw).astype(np.float64).reshape(n_rows, k)
+    ref = x.astype(np.float64) @ w.T
+    err = np.abs(y - ref) / (np.abs(x.astype(np.float64)) @ np.abs(w).T + 1e-30)
+    # M = 1: the fp32 GEMV. M > 1: tensor cores on fp16 copies of x and of the dequantized weights.
+    tol = 1e-4 if m == 1 else 3e-3
+    assert err.max() < tol, f"{name} m={m}: max relative error {err.max():.3g}"
+
+
+@pytest.mark.parametrize("name", GROUP_SCALED)
+def test_group_scaled_embedding_matches_gguf(name):
+    rng = np.random.default_rng(3)
+    k, n_rows = 512, 20
+    raw = random_block_weights(rng, name, n_rows, k)
+    ids = np.array([0, 19, 7, 7, 3], dtype=np.uint32)
+    got = np.asarray(akunu._core._device_embedding("cuda", name, raw.tobytes(), n_rows, k, ids))
+    ref = gguf_dequantize(name, raw).reshape(n_rows, k)[ids]
+    np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6 * np.abs(ref).max())
+
+
+@pytest.fixture(scope="module")
+def kq_pair(gguf_dir):
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            path, _ = kq.build_case_gguf(kq.CASES[name], gguf_dir)
+            cache[name] = (akunu.Model(str(path), backend="cpu"), akunu.Model(str(path), backend="cuda"))
+        return cache[name]
+
+    return get
+
+
+@pytest.mark.parametrize("name", list(kq.CASES))
+def test_group_scaled_logits_match_cpu(name, kq_pair):
+    cpu, cuda = kq_pair(name)
+    ids = _tokens(cpu)
+    c = gm.compare_logits(np.asarray(cpu.logits(ids)), np.asarray(cuda.logits(ids)))
+    assert c["agree"] >= MIN_AGREE and c["kl_mean"] <= MAX_KL, (name, c)
+
+
+@pytest.mark.parametrize("name", ["mixed_q4_k_m", "q6_k_tied"])
+def test_group_scaled_greedy_matches_cpu(name, kq_pair):
+    cpu, cuda = kq_pair(name)
+    for prompt in PROMPTS:
+        ids = cpu.tokenizer.encode(prompt)
+        a, b = _greedy(cpu, ids, 32), _greedy(cuda, ids, 32)
+        assert a == b, (prompt, a, b)

@@ -6,6 +6,10 @@ Goes through the test hooks in src/python/bind_kernels.cpp:
       -> float32[M, N]
   _core._dequantize_repacked(dtype_name, raw: bytes, n_rows, k) -> float32[n_rows * k]
 (repacked: the load-time "r8" layout the CPU device uses for Q4_0 / Q4_1 / Q8_0, see repack_weights.)
+
+The group-scaled dtypes (Q5_0, Q5_1, IQ4_NL and the 256-element superblocks Q2_K .. Q6_K, IQ4_XS;
+src/backend/cpu/kquant_kernels.cpp) run the same tests: random blocks, whose every byte (every
+sub-scale bit, every quant) is random except the fp16 factors, drawn with the special values.
 """
 
 import numpy as np
@@ -16,9 +20,16 @@ import gguf
 from akunu import _core
 
 QT = gguf.GGMLQuantizationType
-DTYPES = ["F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1"]
-QUANTIZED = {"Q8_0", "Q4_0", "Q4_1"}  # these take int16 (Q16Act) activations
-BLOCK = {"F32": (1, 4), "F16": (1, 2), "BF16": (1, 2), "Q8_0": (32, 34), "Q4_0": (32, 18), "Q4_1": (32, 20)}
+GROUP_SCALED = ["Q5_0", "Q5_1", "IQ4_NL", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_XS"]
+DTYPES = ["F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1"] + GROUP_SCALED
+QUANTIZED = {"Q8_0", "Q4_0", "Q4_1"} | set(GROUP_SCALED)  # these take int16 (Q16Act) activations
+BLOCK = {"F32": (1, 4), "F16": (1, 2), "BF16": (1, 2), "Q8_0": (32, 34), "Q4_0": (32, 18), "Q4_1": (32, 20),
+         "Q5_0": (32, 22), "Q5_1": (32, 24), "IQ4_NL": (32, 18), "Q2_K": (256, 84), "Q3_K": (256, 110),
+         "Q4_K": (256, 144), "Q5_K": (256, 176), "Q6_K": (256, 210), "IQ4_XS": (256, 136)}
+# Byte offsets of the fp16 factors in a block (d, and dmin / m where the format has one).
+FP16_FIELDS = {"Q8_0": [0], "Q4_0": [0], "Q4_1": [0, 2], "Q5_0": [0], "Q5_1": [0, 2], "IQ4_NL": [0],
+               "Q2_K": [80, 82], "Q3_K": [108], "Q4_K": [0, 2], "Q5_K": [0, 2], "Q6_K": [208], "IQ4_XS": [0]}
+GGUF_QUANTIZES = {"F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"}  # gguf.quants.quantize supports these
 
 # fp16 scale values worth hitting: zeros of both signs, inf, quiet/signalling NaN, subnormals, extremes.
 SPECIAL_FP16 = np.array(
@@ -38,10 +49,9 @@ def random_raw(rng, name, n_blocks):
     """Random bytes in the dtype's layout, with scales drawn to include the special values."""
     block_size, type_size = BLOCK[name]
     raw = rng.integers(0, 256, (n_blocks, type_size), dtype=np.uint8)
-    if name in ("Q8_0", "Q4_0"):
-        raw[:, 0:2] = fp16_scales(rng, n_blocks).view(np.uint8).reshape(-1, 2)
-    elif name == "Q4_1":
-        raw[:, 0:4] = fp16_scales(rng, 2 * n_blocks).view(np.uint8).reshape(-1, 4)
+    if name in FP16_FIELDS:
+        for at in FP16_FIELDS[name]:
+            raw[:, at:at + 2] = fp16_scales(rng, n_blocks).view(np.uint8).reshape(-1, 2)
     elif name == "F16":
         raw = fp16_scales(rng, n_blocks).view(np.uint8).reshape(n_blocks, 2)
     return raw.reshape(-1)
@@ -89,7 +99,7 @@ def test_dequantize_every_half_and_bf16():
 def test_dequantize_gguf_quantized_data(name, scale):
     rng = np.random.default_rng(7)
     x = (rng.standard_normal((4, 1024)) * scale).astype(np.float32)
-    raw = np.asarray(gguf.quants.quantize(x, QT[name])).reshape(-1)
+    raw = np.asarray(quantize(x, name)).reshape(-1)
     got = np.asarray(_core._dequantize(name, raw.tobytes(), x.size))
     assert_bits_equal(got, gguf_dequantize(name, raw), exact_nan=True)
 
@@ -107,22 +117,50 @@ def quantize_act_reference(x):
     return (q.astype(np.float64) * d.astype(np.float64)).reshape(x.shape)
 
 
+def quantize(x, name):
+    """gguf-py's quantizer where it has one, else tests/gguf_kquants.py's (checked below)."""
+    if name in GGUF_QUANTIZES:
+        return gguf.quants.quantize(x, QT[name])
+    import gguf_kquants
+
+    return gguf_kquants.quantize(x, QT[name])
+
+
 def random_weights(rng, name, n_rows, k):
     w = (rng.standard_normal((n_rows, k)) * rng.uniform(0.5, 2.0, (n_rows, 1))).astype(np.float32)
     if name == "F32":
         return w.reshape(-1).view(np.uint8)
     if name == "F16":
         return w.astype(np.float16).reshape(-1).view(np.uint8)
-    return np.asarray(gguf.quants.quantize(w, QT[name])).reshape(-1)
+    return np.asarray(quantize(w, name)).reshape(-1)
 
 
-@pytest.mark.parametrize("name", DTYPES)
-@pytest.mark.parametrize("k", [32, 64, 576, 1536])
+def random_block_weights(rng, name, n_rows, k):
+    """Random blocks with finite fp16 factors of a sane size (every quant / sub-scale bit random)."""
+    block_size, type_size = BLOCK[name]
+    n_blocks = n_rows * k // block_size
+    raw = rng.integers(0, 256, (n_blocks, type_size), dtype=np.uint8)
+    for i, at in enumerate(FP16_FIELDS[name]):
+        # K-quant factors multiply 6-bit sub-scales; Q5_1's m is an offset of either sign.
+        v = rng.uniform(0.5, 2.0, n_blocks) * (1e-3 if block_size == 256 else 3e-2)
+        if i == 1:
+            v = v * rng.choice([-1.0, 1.0], n_blocks) if name == "Q5_1" else v
+        raw[:, at:at + 2] = v.astype(np.float16).view(np.uint8).reshape(-1, 2)
+    return raw.reshape(-1)
+
+
+def _gemm_k_values(name):
+    return [256, 512, 1536] if BLOCK[name][0] == 256 else [32, 64, 576, 1536]
+
+
+# Weights: quantized random normals for every dtype; for the group-scaled dtypes also random blocks.
+@pytest.mark.parametrize("name,k,weights", [(d, k, "quantized") for d in DTYPES for k in _gemm_k_values(d)]
+                         + [(d, k, "random_blocks") for d in GROUP_SCALED for k in _gemm_k_values(d)])
 @pytest.mark.parametrize("m", [1, 2, 3, 5, 17, 64])
-def test_gemm_matches_float64_reference(name, k, m):
+def test_gemm_matches_float64_reference(name, k, m, weights):
     rng = np.random.default_rng(k * 100 + m)
     n_rows = int(rng.choice([1, 3, 5, 7, 13, 31]))
-    w_raw = random_weights(rng, name, n_rows, k)
+    w_raw = (random_weights if weights == "quantized" else random_block_weights)(rng, name, n_rows, k)
     x = (rng.standard_normal((m, k)) * rng.uniform(0.1, 3.0, (m, 1))).astype(np.float32)
 
     y = np.asarray(_core._gemm(name, w_raw.tobytes(), n_rows, k, x))
@@ -202,7 +240,7 @@ def test_gemm_activation_rounding_ties_away_from_zero():
 def test_bad_arguments_raise_value_error():
     x = np.zeros((1, 32), np.float32)
     with pytest.raises(ValueError):
-        _core._dequantize("Q5_K", bytes(176), 256)  # a dtype the CPU kernels do not run
+        _core._dequantize("IQ2_XXS", bytes(66), 256)  # a dtype the CPU kernels do not run
     with pytest.raises(ValueError):
         _core._dequantize("nope", bytes(4), 1)
     with pytest.raises(ValueError):
@@ -215,3 +253,49 @@ def test_bad_arguments_raise_value_error():
         _core._gemm("Q8_0", bytes(68), 2, 64, x)  # x has 32 columns, k says 64
     with pytest.raises(ValueError):
         _core._gemm("Q4_1", bytes(40), 1, 48, np.zeros((1, 48), np.float32))  # k not a block multiple
+
+
+@pytest.mark.parametrize("name", [d for d in GROUP_SCALED if d not in GGUF_QUANTIZES])
+def test_test_quantizers_round_trip(name):
+    # tests/gguf_kquants.py's quantizers (used for the GEMM and model tests) write valid blocks:
+    # gguf-py's dequantize of their output is close to the input (within each type's resolution).
+    import gguf_kquants
+
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((16, 512)) * rng.uniform(0.1, 3.0, (16, 1))).astype(np.float32)
+    y = gguf_dequantize(name, np.asarray(gguf_kquants.quantize(x, QT[name])).reshape(-1)).reshape(x.shape)
+    rel_rms = np.sqrt(((y - x) ** 2).mean()) / np.sqrt((x ** 2).mean())
+    bound = {"Q2_K": 0.4, "Q3_K": 0.25}.get(name, 0.1)
+    assert rel_rms < bound, f"{name}: relative RMS error {rel_rms:.3f}"
+
+
+@pytest.mark.parametrize("name", GROUP_SCALED)
+def test_gemm_row_ranges(name):
+    # Threads split the rows: computing them in ranges gives the same result as all at once.
+    rng = np.random.default_rng(11)
+    k = 512
+    w_raw = random_block_weights(rng, name, 11, k)
+    x = rng.standard_normal((5, k)).astype(np.float32)
+    whole = np.asarray(_core._gemm(name, w_raw.tobytes(), 11, k, x))
+    for chunk in (1, 3, 4):
+        np.testing.assert_array_equal(np.asarray(_core._gemm(name, w_raw.tobytes(), 11, k, x, row_chunk=chunk)), whole)
+
+
+@pytest.mark.parametrize("name", GROUP_SCALED + ["Q4_0", "Q8_0", "F16"])
+def test_device_hooks_on_cpu(name):
+    # _device_gemm / _device_embedding (the hooks tests/test_cuda.py runs the CUDA kernels through)
+    # build one command as the table builder does; on the CPU device they must reproduce _gemm and
+    # gguf-py (Q4_0 / Q8_0: through the load-time repacked layout).
+    rng = np.random.default_rng(8)
+    k, n_rows = 512, 19
+    w_raw = random_weights(rng, name, n_rows, k)
+    for m in (1, 5):
+        x = rng.standard_normal((m, k)).astype(np.float32)
+        got = np.asarray(_core._device_gemm("cpu", name, w_raw.tobytes(), n_rows, k, x))
+        want = np.asarray(_core._gemm(name, w_raw.tobytes(), n_rows, k, x))
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+    ids = np.array([18, 0, 7, 7], dtype=np.uint32)
+    got = np.asarray(_core._device_embedding("cpu", name, w_raw.tobytes(), n_rows, k, ids))
+    assert_bits_equal(got, gguf_dequantize(name, w_raw).reshape(n_rows, k)[ids], exact_nan=False)
+    with pytest.raises(ValueError):
+        _core._device_embedding("cpu", name, w_raw.tobytes(), n_rows, k, np.array([n_rows], dtype=np.uint32))

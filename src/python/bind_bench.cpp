@@ -14,6 +14,7 @@
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -63,6 +64,34 @@ uint16_t half_bits(float f) {
     return (uint16_t)(sign | (((uint32_t)exp << 10) + mant));
 }
 
+// The group-scaled dtypes (kquant_kernels.h): random bytes, then sane fp16 factors. Offsets of a
+// block's fp16 scale d (and its min: dmin for the K-quants, m for Q5_1) in bytes.
+void fill_group_scaled(DType dtype, uint8_t *row, size_t row_bytes, Rng &rng) {
+    int d_at = 0, min_at = -1;
+    switch (dtype) {
+        case DType::Q5_0: case DType::IQ4_NL: case DType::IQ4_XS: break;
+        case DType::Q5_1: case DType::Q4_K: case DType::Q5_K: min_at = 2; break;
+        case DType::Q2_K: d_at = 80, min_at = 82; break;
+        case DType::Q3_K: d_at = 108; break;
+        case DType::Q6_K: d_at = 208; break;
+        default: throw nb::value_error("no random generator for this dtype");
+    }
+    const akunu::DTypeInfo *info = akunu::dtype_info((uint32_t)dtype);
+    const bool super = info->block_size > 32;  // K-quant factors are multiplied by sub-scales up to 63
+    for (size_t i = 0; i < row_bytes; i += 8) {
+        const uint64_t v = rng.next();
+        std::memcpy(row + i, &v, std::min<size_t>(8, row_bytes - i));
+    }
+    for (size_t b = 0; b < row_bytes; b += info->type_size) {
+        const uint16_t d = half_bits(super ? rng.uniform(0.0001f, 0.0005f) : rng.uniform(0.002f, 0.02f));
+        std::memcpy(row + b + d_at, &d, 2);
+        if (min_at >= 0) {
+            const uint16_t m = half_bits(dtype == DType::Q5_1 ? rng.uniform(-0.1f, -0.01f) : rng.uniform(0.0001f, 0.0005f));
+            std::memcpy(row + b + min_at, &m, 2);
+        }
+    }
+}
+
 // Random raw GGUF rows of `dtype`: sane fp16 scales (0.002..0.02) and random quants.
 void fill_weights(DType dtype, uint8_t *dst, size_t n_rows, size_t k, size_t row_bytes, Rng &rng) {
     for (size_t r = 0; r < n_rows; ++r) {
@@ -110,7 +139,7 @@ void fill_weights(DType dtype, uint8_t *dst, size_t n_rows, size_t k, size_t row
                 }
                 break;
             }
-            default: throw nb::value_error("no random generator for this dtype");
+            default: fill_group_scaled(dtype, row, row_bytes, rng); break;
         }
     }
 }
@@ -378,7 +407,7 @@ void bind_bench(nb::module_ &m) {
         },
         nb::arg("dtype"), nb::arg("n_rows"), nb::arg("k"), nb::arg("m") = 1, nb::arg("threads") = 0,
         nb::arg("seed") = 0,
-        "y[m, n_rows] = x[m, k] . W[n_rows, k]^T with random W of `dtype` (F32, F16, Q8_0, Q4_0, Q4_1), built as "
+        "y[m, n_rows] = x[m, k] . W[n_rows, k]^T with random W of `dtype` (F32, F16, Q8_0, Q4_0, Q4_1 and the group-scaled Q5_0 .. IQ4_XS), built as "
         "the table builder builds a matmul (activation quantization included when the dtype wants it).");
     m.def(
         "_bench_attention_setup",

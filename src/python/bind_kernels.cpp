@@ -1,16 +1,23 @@
 // Test hooks for the CPU row kernels (src/backend/cpu/quant_kernels.h): dequantize a raw GGUF row
 // and run gemm_rows on raw weight bytes. Underscored: for tests/test_quant_kernels.py, not users.
+// _device_gemm / _device_embedding run one GEMM / embedding command on a device of any backend
+// (the CUDA kernels included), built as table_builder.cpp builds it.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
 
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "backend/cpu/quant_kernels.h"
 #include "backend/cpu/vec_math.h"
+#include "core/device.h"
+#include "core/dispatch_table.h"
 #include "core/dtype.h"
+#include "core/dtype_descriptor.h"
+#include "core/kernel_params.h"
 
 namespace nb = nanobind;
 using akunu::DType;
@@ -45,6 +52,41 @@ template <class T> nb::capsule owner_of(std::vector<T> *v) {
 
 using FloatVector = nb::ndarray<const float, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 using FloatMatrix = nb::ndarray<const float, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
+using IdVector = nb::ndarray<const uint32_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+
+// A device of `backend` with the descriptor it runs weights of `dtype_name` with, and the raw
+// weight matrix ([n_rows, k] GGUF rows) uploaded as the model loader uploads it.
+struct DeviceMatrix {
+    std::unique_ptr<akunu::Device> dev;
+    const akunu::DTypeDescriptor *desc = nullptr;
+    akunu::Buffer w;
+    size_t row_bytes = 0;
+    std::vector<akunu::Buffer> owned;
+    ~DeviceMatrix() {
+        for (akunu::Buffer &b : owned) dev->free_buffer(b);
+        dev->free_buffer(w);  // (a no-op for weights the device aliases)
+    }
+    akunu::Buffer alloc(size_t bytes) {
+        owned.push_back(dev->allocate(bytes));
+        return owned.back();
+    }
+};
+
+std::unique_ptr<DeviceMatrix> upload_matrix(const std::string &backend, const std::string &dtype_name, const nb::bytes &raw,
+                                            int64_t n_rows, int64_t k) {
+    DType t;
+    if (!akunu::cpu::dtype_from_name(dtype_name, &t)) throw nb::value_error(("unknown dtype '" + dtype_name + "'").c_str());
+    const akunu::DTypeInfo *info = akunu::dtype_info(static_cast<uint32_t>(t));
+    if (n_rows <= 0 || k <= 0 || k % info->block_size != 0) throw nb::value_error("bad matrix shape for this dtype");
+    auto m = std::make_unique<DeviceMatrix>();
+    m->row_bytes = akunu::row_bytes(*info, (uint64_t)k);
+    if (raw.size() != m->row_bytes * (size_t)n_rows) throw nb::value_error("raw size != n_rows rows of k elements");
+    m->dev = akunu::create_device(backend, 0);
+    m->desc = m->dev->dtype_lookup(t);
+    if (!m->desc) throw nb::value_error((backend + " does not run " + dtype_name + " weights").c_str());
+    m->w = m->dev->upload_matrix(raw.c_str(), raw.size(), *m->desc, (size_t)n_rows, (size_t)k);
+    return m;
+}
 
 }  // namespace
 
@@ -164,4 +206,88 @@ void bind_kernels(nb::module_ &m) {
             return nb::ndarray<nb::numpy, float, nb::ndim<1>>(out->data(), {(size_t)n}, owner_of(out));
         },
         nb::arg("gate"), nb::arg("up"), "silu(gate) * up through the CPU kernels' vector math.");
+
+    m.def(
+        "_device_gemm",
+        [](const std::string &backend, const std::string &dtype_name, nb::bytes w_raw, int64_t n_rows, int64_t k,
+           FloatMatrix x) {
+            if ((int64_t)x.shape(1) != k) throw nb::value_error("x must have k columns");
+            const int64_t M = (int64_t)x.shape(0);
+            if (M <= 0) throw nb::value_error("x needs at least one row");
+            auto *y = new std::vector<float>((size_t)(M * n_rows));
+            std::vector<float> x_host(x.data(), x.data() + M * k);
+            {
+                std::unique_ptr<DeviceMatrix> dm = upload_matrix(backend, dtype_name, w_raw, n_rows, k);
+                nb::gil_scoped_release release;
+                akunu::Device &dev = *dm->dev;
+                const akunu::DTypeDescriptor &desc = *dm->desc;
+                akunu::Buffer xb = dm->alloc(x_host.size() * sizeof(float)), yb = dm->alloc(y->size() * sizeof(float));
+                dev.write_buffer(xb, x_host.data(), x_host.size() * sizeof(float));
+                akunu::DispatchTable table;
+                akunu::Buffer input = xb;
+                uint32_t x_row_bytes = (uint32_t)(k * sizeof(float));
+                if (desc.act_quant_kernel) {  // as table_builder.cpp's emit_act_quant
+                    x_row_bytes = (uint32_t)desc.act_row_bytes((size_t)k);
+                    input = dm->alloc((size_t)x_row_bytes * (size_t)M);
+                    akunu::ActQuantParams ap{(uint32_t)k, (uint32_t)M, (uint32_t)k, x_row_bytes};
+                    akunu::CmdBuilder(table, dev, desc.act_quant_kernel, {(uint32_t)M, 1, 1}).buf(xb).buf(input).params(ap).emit();
+                }
+                akunu::GemmParams p{};  // as table_builder.cpp's emit_matmul, one part
+                p.M = (uint32_t)M;
+                p.K = (uint32_t)k;
+                p.n_parts = 1;
+                p.N[0] = (uint32_t)n_rows;
+                p.w_row_bytes[0] = (uint32_t)dm->row_bytes;
+                p.x_row_bytes = x_row_bytes;
+                p.y_stride = (uint32_t)n_rows;
+                const akunu::ChipConfig chip = dev.chip_config();
+                p.rows_per_unit = (uint32_t)(M == 1 ? chip.gemv_rows_per_unit : chip.gemm_rows_per_unit);
+                akunu::CmdBuilder(table, dev, desc.gemm_kernel, {(uint32_t)((n_rows + p.rows_per_unit - 1) / p.rows_per_unit), 1, 1})
+                    .buf(input)
+                    .buf(yb)
+                    .buf(dm->w)
+                    .params(p)
+                    .emit();
+                dev.encode_dispatch_table(table, 0, 1);
+                dev.synchronize();
+                dev.read_buffer(y->data(), yb, y->size() * sizeof(float));
+            }
+            return nb::ndarray<nb::numpy, float, nb::ndim<2>>(y->data(), {(size_t)M, (size_t)n_rows}, owner_of(y));
+        },
+        nb::arg("backend"), nb::arg("dtype_name"), nb::arg("w_raw"), nb::arg("n_rows"), nb::arg("k"), nb::arg("x"),
+        "y[M, N] = x[M, K] @ W[N, K]^T as one GEMM command (plus its activation conversion) on a new device of "
+        "`backend`, weights uploaded as the model loader uploads them.");
+    m.def(
+        "_device_embedding",
+        [](const std::string &backend, const std::string &dtype_name, nb::bytes table_raw, int64_t n_rows, int64_t k,
+           IdVector ids) {
+            const int64_t n = (int64_t)ids.shape(0);
+            if (n <= 0) throw nb::value_error("ids must not be empty");
+            for (int64_t i = 0; i < n; ++i)
+                if (ids.data()[i] >= (uint64_t)n_rows) throw nb::value_error("token id out of range");
+            auto *out = new std::vector<float>((size_t)(n * k));
+            std::vector<uint32_t> id_host(ids.data(), ids.data() + n);
+            {
+                std::unique_ptr<DeviceMatrix> dm = upload_matrix(backend, dtype_name, table_raw, n_rows, k);
+                nb::gil_scoped_release release;
+                akunu::Device &dev = *dm->dev;
+                akunu::Buffer idb = dm->alloc(id_host.size() * 4), ob = dm->alloc(out->size() * sizeof(float));
+                dev.write_buffer(idb, id_host.data(), id_host.size() * 4);
+                akunu::EmbeddingParams p{(uint32_t)k, (uint32_t)n, (uint32_t)n_rows, (uint32_t)dm->row_bytes, 1.0f};
+                akunu::DispatchTable table;
+                akunu::CmdBuilder(table, dev, dm->desc->embedding_kernel, {(uint32_t)n, 1, 1})
+                    .buf(idb)
+                    .buf(dm->w)
+                    .buf(ob)
+                    .params(p)
+                    .emit();
+                dev.encode_dispatch_table(table, 0, 1);
+                dev.synchronize();
+                dev.read_buffer(out->data(), ob, out->size() * sizeof(float));
+            }
+            return nb::ndarray<nb::numpy, float, nb::ndim<2>>(out->data(), {(size_t)n, (size_t)k}, owner_of(out));
+        },
+        nb::arg("backend"), nb::arg("dtype_name"), nb::arg("table_raw"), nb::arg("n_rows"), nb::arg("k"), nb::arg("ids"),
+        "Rows `ids` of a [n_rows, k] embedding table of raw GGUF rows, through one embedding command on a new "
+        "device of `backend`.");
 }

@@ -40,6 +40,16 @@ const DTypeDescriptor kCpuDTypes[] = {
      r8_bytes<DType::Q4_0>, r8_repack<DType::Q4_0>, 8},
     {DType::Q4_1, "gemm_q4_1_r8", "embedding_q4_1_r8", "quantize_act_q16", q16_act_row_bytes,
      r8_bytes<DType::Q4_1>, r8_repack<DType::Q4_1>, 8},
+    // Group-scaled dtypes (kquant_kernels.h): GGUF rows as they are.
+    {DType::Q5_0, "gemm_q5_0", "embedding_q5_0", "quantize_act_q16", q16_act_row_bytes},
+    {DType::Q5_1, "gemm_q5_1", "embedding_q5_1", "quantize_act_q16", q16_act_row_bytes},
+    {DType::IQ4_NL, "gemm_iq4_nl", "embedding_iq4_nl", "quantize_act_q16", q16_act_row_bytes},
+    {DType::Q2_K, "gemm_q2_k", "embedding_q2_k", "quantize_act_q16", q16_act_row_bytes},
+    {DType::Q3_K, "gemm_q3_k", "embedding_q3_k", "quantize_act_q16", q16_act_row_bytes},
+    {DType::Q4_K, "gemm_q4_k", "embedding_q4_k", "quantize_act_q16", q16_act_row_bytes},
+    {DType::Q5_K, "gemm_q5_k", "embedding_q5_k", "quantize_act_q16", q16_act_row_bytes},
+    {DType::Q6_K, "gemm_q6_k", "embedding_q6_k", "quantize_act_q16", q16_act_row_bytes},
+    {DType::IQ4_XS, "gemm_iq4_xs", "embedding_iq4_xs", "quantize_act_q16", q16_act_row_bytes},
 };
 
 std::string cpu_model_name() {

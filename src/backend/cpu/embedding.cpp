@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/kquant_kernels.h"
 #include "backend/cpu/quant_kernels.h"
 #include "core/kernel_params.h"
 
@@ -41,6 +42,9 @@ template void embedding_kernel<DType::BF16>(const KernelArgs &, int64_t, int64_t
 template void embedding_kernel<DType::Q8_0>(const KernelArgs &, int64_t, int64_t);
 template void embedding_kernel<DType::Q4_0>(const KernelArgs &, int64_t, int64_t);
 template void embedding_kernel<DType::Q4_1>(const KernelArgs &, int64_t, int64_t);
+#define AKUNU_INSTANTIATE(name) template void embedding_kernel<DType::name>(const KernelArgs &, int64_t, int64_t);
+AKUNU_KQUANT_DTYPES(AKUNU_INSTANTIATE)
+#undef AKUNU_INSTANTIATE
 template void embedding_r8_kernel<DType::Q4_0>(const KernelArgs &, int64_t, int64_t);
 template void embedding_r8_kernel<DType::Q4_1>(const KernelArgs &, int64_t, int64_t);
 template void embedding_r8_kernel<DType::Q8_0>(const KernelArgs &, int64_t, int64_t);

@@ -19,32 +19,8 @@
 #include <cctype>
 #include <cstring>
 
-#if !defined(AKUNU_FORCE_SCALAR) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-#define AKUNU_CPU_AVX2 1
-#include <immintrin.h>
-#endif
-
-// Dequantization and activation quantization must round exactly like gguf-py / llama.cpp's
-// reference code: `d * q + m` must not become an FMA, and `x * id` must be rounded to float before
-// roundf. GCC contracts across statements (and vector intrinsics) by default in gnu++ mode, so
-// those functions opt out explicitly. The GEMM kernels want FMAs and are left alone.
-#if defined(__clang__)
-#define AKUNU_NO_FP_CONTRACT
-#define AKUNU_NO_FP_CONTRACT_SCOPE _Pragma("clang fp contract(off)")
-#elif defined(__GNUC__)
-#define AKUNU_NO_FP_CONTRACT __attribute__((optimize("fp-contract=off")))
-#define AKUNU_NO_FP_CONTRACT_SCOPE
-#else
-#define AKUNU_NO_FP_CONTRACT
-#define AKUNU_NO_FP_CONTRACT_SCOPE
-#endif
-
-// Tile loops have compile-time trip counts; unrolling them keeps accumulators in registers.
-#if defined(__GNUC__)
-#define AKUNU_UNROLL _Pragma("GCC unroll 16")
-#else
-#define AKUNU_UNROLL
-#endif
+#include "backend/cpu/kquant_kernels.h"
+#include "backend/cpu/simd_config.h"
 
 namespace akunu::cpu {
 
@@ -278,6 +254,7 @@ void dequantize_row(DType t, const void *src, float *dst, int64_t k) {
         case DType::Q8_0: return dequant_q8_0_scalar(static_cast<const BlockQ8_0 *>(src), dst, k / QK8_0);
 #endif
         default:
+            if (kquant_handles(t)) return kquant_dequantize_row(t, src, dst, k);
             std::memset(dst, 0, (size_t)k * sizeof(float));  // callers check cpu_supports_dtype
             return;
     }
@@ -377,7 +354,7 @@ ActFormat act_format_for(DType weight_type) {
         case DType::Q8_0:
         case DType::Q4_0:
         case DType::Q4_1: return ActFormat::Q16Act;
-        default: return ActFormat::F32;
+        default: return kquant_handles(weight_type) ? ActFormat::Q16Act : ActFormat::F32;
     }
 }
 
@@ -389,7 +366,7 @@ bool cpu_supports_dtype(DType t) {
         case DType::Q8_0:
         case DType::Q4_0:
         case DType::Q4_1: return true;
-        default: return false;
+        default: return kquant_handles(t);
     }
 }
 
@@ -398,7 +375,10 @@ bool dtype_from_name(const std::string &name, DType *out) {
         const char *name;
         DType type;
     } kNames[] = {{"F32", DType::F32},   {"F16", DType::F16},   {"BF16", DType::BF16},
-                  {"Q8_0", DType::Q8_0}, {"Q4_0", DType::Q4_0}, {"Q4_1", DType::Q4_1}};
+                  {"Q8_0", DType::Q8_0}, {"Q4_0", DType::Q4_0}, {"Q4_1", DType::Q4_1},
+                  {"Q5_0", DType::Q5_0}, {"Q5_1", DType::Q5_1}, {"Q2_K", DType::Q2_K},
+                  {"Q3_K", DType::Q3_K}, {"Q4_K", DType::Q4_K}, {"Q5_K", DType::Q5_K},
+                  {"Q6_K", DType::Q6_K}, {"IQ4_NL", DType::IQ4_NL}, {"IQ4_XS", DType::IQ4_XS}};
     std::string upper = name;
     for (char &c : upper) c = (char)std::toupper((unsigned char)c);
     for (const auto &entry : kNames) {
@@ -1174,7 +1154,7 @@ void gemm_rows(const GemmArgs &args, int64_t n_begin, int64_t n_end) {
         case DType::Q8_0: return gemm_rows_typed<DType::Q8_0>(args, n_begin, n_end);
         case DType::Q4_0: return gemm_rows_typed<DType::Q4_0>(args, n_begin, n_end);
         case DType::Q4_1: return gemm_rows_typed<DType::Q4_1>(args, n_begin, n_end);
-        default: return;  // callers check cpu_supports_dtype
+        default: return kquant_gemm_rows(args, n_begin, n_end);  // the group-scaled dtypes (or nothing)
     }
 }
 

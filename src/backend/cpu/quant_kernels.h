@@ -18,7 +18,7 @@ uint16_t f32_to_fp16(float f);
 float bf16_to_f32(uint16_t h);
 
 // Dequantize `k` elements (one row; k a multiple of the block size) of dtype `t` into dst.
-// Bit-exact with gguf-py's dequantize for F32, F16, BF16, Q8_0, Q4_0, Q4_1.
+// Bit-exact with gguf-py's dequantize for every dtype cpu_supports_dtype accepts.
 void dequantize_row(DType t, const void *src, float *dst, int64_t k);
 
 // Activation quantization for the integer dot products: k floats -> k/32 BlockQ16Act.

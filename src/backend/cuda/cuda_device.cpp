@@ -24,6 +24,9 @@ const DTypeDescriptor kCudaDTypes[] = {
     {DType::Q8_0, "gemm_q8_0", "embedding_q8_0", nullptr, nullptr},
     {DType::Q4_0, "gemm_q4_0", "embedding_q4_0", nullptr, nullptr},
     {DType::Q4_1, "gemm_q4_1", "embedding_q4_1", nullptr, nullptr},
+#define AKUNU_ENTRY(lower, upper) {DType::upper, "gemm_" #lower, "embedding_" #lower, nullptr, nullptr},
+    AKUNU_CUDA_KQUANT_FORMATS(AKUNU_ENTRY)
+#undef AKUNU_ENTRY
 };
 
 constexpr size_t kStagingHalf = 16u << 20;        // bytes per pinned staging half

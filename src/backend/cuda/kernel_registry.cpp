@@ -26,6 +26,9 @@ const KernelEntry kKernels[] = {
     {"gemm_q8_0", launch_gemm_q8_0},
     {"gemm_q4_0", launch_gemm_q4_0},
     {"gemm_q4_1", launch_gemm_q4_1},
+#define AKUNU_ENTRIES(lower, upper) {"gemm_" #lower, launch_gemm_##lower}, {"embedding_" #lower, launch_embedding_##lower},
+    AKUNU_CUDA_KQUANT_FORMATS(AKUNU_ENTRIES)
+#undef AKUNU_ENTRIES
     {"rmsnorm_f32", launch_rmsnorm_f32},
     {"rope_interleaved_kv_write", launch_rope_interleaved_kv_write},
     {"rope_neox_kv_write", launch_rope_neox_kv_write},

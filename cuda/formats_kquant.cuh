@@ -1,0 +1,224 @@
+// Weight formats with per-group scales (layouts: src/core/kquant_blocks.h; values as gguf-py's
+// dequantize): Q5_0, Q5_1 and IQ4_NL (32-element blocks: common.cuh's Fmt interface as is) and
+// the 256-element superblocks Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS. A superblock format has
+// kSuperBytes instead of kBlockBytes and its dot8 / dequant_half take the superblock plus the
+// index j (0..7) of the 32-element block inside it (fmt_dot8 / fmt_dequant_half in common.cuh
+// do the addressing). Same slice convention as common.cuh: slice i of a 32-element block is its
+// elements 4i..4i+3 (with xa) and 16+4i..16+4i+3 (with xb).
+//
+// Every format turns four quants into four unsigned bytes and those into floats with
+// byte_as_float; signed values carry an offset that is folded into one x-sum term.
+#pragma once
+#include "core/kquant_blocks.h"
+#include "cuda/common.cuh"
+
+namespace akunu::cuda {
+
+// --- helpers -------------------------------------------------------------------------------
+
+// Bits 0..3 of x -> bit 4 of bytes 0..3 (the 5th bit of four quants).
+__device__ __forceinline__ uint32_t spread4_to_bit4(uint32_t x) { return ((x * 0x00204081u) & 0x01010101u) << 4; }
+
+__device__ __forceinline__ float dot4_bytes(uint32_t v, float4 x, float s) {
+    return dot4(x, byte_as_float(v, 0), byte_as_float(v, 1), byte_as_float(v, 2), byte_as_float(v, 3), s);
+}
+__device__ __forceinline__ void bytes_to_floats(uint32_t v, float offset, float scale, float sub, float *out) {
+#pragma unroll
+    for (int b = 0; b < 4; ++b) out[b] = (byte_as_float(v, b) - offset) * scale - sub;
+}
+
+// IQ4: four nibbles (bytes 0..15) -> kIQ4Values[n] + 128 as unsigned bytes, by two byte permutes
+// (a permute selects among 8 bytes with 3 selector bits; bit 3 picks the half of the table).
+__device__ __forceinline__ uint32_t iq4_lookup4(uint32_t n) {
+    const uint32_t sel = (n & 0x7u) | ((n >> 4) & 0x70u) | ((n >> 8) & 0x700u) | ((n >> 12) & 0x7000u);
+    // kIQ4Values ^ 0x80 (i.e. value + 128), four bytes per word, little-endian.
+    const uint32_t lo = __byte_perm(0xBFAD9881u ^ 0x80808080u, 0xF6EADDCFu ^ 0x80808080u, sel);
+    const uint32_t hi = __byte_perm(0x26190D01u ^ 0x80808080u, 0x71594535u ^ 0x80808080u, sel);
+    const uint32_t use_hi = ((n >> 3) & 0x01010101u) * 0xFFu;
+    return (hi & use_hi) | (lo & ~use_hi);
+}
+
+// --- 32-element blocks ---------------------------------------------------------------------
+
+// Q5_0 / Q5_1: nibbles as Q4_0 plus bit e of the u32 qh.
+template <int kQh, int kQs>
+__device__ __forceinline__ void q5_quads(const uint8_t *blk, int i, uint32_t &a, uint32_t &b) {
+    const uint32_t qh = load_u32_a2(blk + kQh);
+    const uint32_t q = load_u32_a2(blk + kQs + 4 * i);
+    a = (q & 0x0F0F0F0Fu) | spread4_to_bit4((qh >> (4 * i)) & 0xFu);
+    b = ((q >> 4) & 0x0F0F0F0Fu) | spread4_to_bit4((qh >> (16 + 4 * i)) & 0xFu);
+}
+
+struct FmtQ5_0 {
+    static constexpr int kBlockBytes = sizeof(BlockQ5_0);
+    __device__ static float dot8(const uint8_t *blk, int i, float4 xa, float4 xb) {
+        uint32_t a, b;
+        q5_quads<2, 6>(blk, i, a, b);
+        return (dot4_bytes(b, xb, dot4_bytes(a, xa, 0.f)) - 16.f * (hsum4(xa) + hsum4(xb))) * load_f16(blk);
+    }
+    __device__ static void dequant_half(const uint8_t *blk, int h, float *out) {
+        const float d = load_f16(blk);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            uint32_t a, b;
+            q5_quads<2, 6>(blk, i, a, b);
+            bytes_to_floats(h ? b : a, 16.f, d, 0.f, out + 4 * i);
+        }
+    }
+};
+
+struct FmtQ5_1 {
+    static constexpr int kBlockBytes = sizeof(BlockQ5_1);
+    __device__ static float dot8(const uint8_t *blk, int i, float4 xa, float4 xb) {
+        uint32_t a, b;
+        q5_quads<4, 8>(blk, i, a, b);
+        return dot4_bytes(b, xb, dot4_bytes(a, xa, 0.f)) * load_f16(blk) + (hsum4(xa) + hsum4(xb)) * load_f16(blk + 2);
+    }
+    __device__ static void dequant_half(const uint8_t *blk, int h, float *out) {
+        const float d = load_f16(blk), m = load_f16(blk + 2);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            uint32_t a, b;
+            q5_quads<4, 8>(blk, i, a, b);
+            bytes_to_floats(h ? b : a, 0.f, d, -m, out + 4 * i);
+        }
+    }
+};
+
+struct FmtIQ4_NL {
+    static constexpr int kBlockBytes = sizeof(BlockIQ4_NL);
+    __device__ static float dot8(const uint8_t *blk, int i, float4 xa, float4 xb) {
+        const uint32_t q = load_u32_a2(blk + 2 + 4 * i);
+        const uint32_t a = iq4_lookup4(q & 0x0F0F0F0Fu), b = iq4_lookup4((q >> 4) & 0x0F0F0F0Fu);
+        return (dot4_bytes(b, xb, dot4_bytes(a, xa, 0.f)) - 128.f * (hsum4(xa) + hsum4(xb))) * load_f16(blk);
+    }
+    __device__ static void dequant_half(const uint8_t *blk, int h, float *out) {
+        const float d = load_f16(blk);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const uint32_t q = load_u32_a2(blk + 2 + 4 * i);
+            bytes_to_floats(iq4_lookup4(h ? (q >> 4) & 0x0F0F0F0Fu : q & 0x0F0F0F0Fu), 128.f, d, 0.f, out + 4 * i);
+        }
+    }
+};
+
+// --- superblocks: (sb, j) = the superblock and a 32-element block in it --------------------
+// Each format: quads(sb, j, l) = unsigned quant bytes of elements 32j + l .. + 3 (l % 4 == 0),
+// group(sb, j, h, scale, min) = factors of the 16 elements 32j + 16h ..: value = scale * (q - kOffset) - min.
+template <class F>
+struct SuperFmt {
+    __device__ static float dot8(const uint8_t *sb, int j, int i, float4 xa, float4 xb) {
+        float sa, ma, sbb, mb;
+        F::group(sb, j, 0, sa, ma);
+        F::group(sb, j, 1, sbb, mb);
+        const float ya = hsum4(xa), yb = hsum4(xb);
+        const float da = dot4_bytes(F::quads(sb, j, 4 * i), xa, 0.f) - F::kOffset * ya;
+        const float db = dot4_bytes(F::quads(sb, j, 16 + 4 * i), xb, 0.f) - F::kOffset * yb;
+        return sa * da + sbb * db - (ma * ya + mb * yb);
+    }
+    __device__ static void dequant_half(const uint8_t *sb, int j, int h, float *out) {
+        float s, m;
+        F::group(sb, j, h, s, m);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) bytes_to_floats(F::quads(sb, j, 16 * h + 4 * i), F::kOffset, s, m, out + 4 * i);
+    }
+};
+
+struct FmtQ2_K : SuperFmt<FmtQ2_K> {
+    static constexpr int kSuperBytes = sizeof(BlockQ2_K);
+    static constexpr float kOffset = 0.f;
+    // Element 32 j + l: bits 2 (j % 4) of qs[32 (j / 4) + l].
+    __device__ static uint32_t quads(const uint8_t *sb, int j, int l) {
+        return (load_u32_a2(sb + 16 + 32 * (j / 4) + l) >> (2 * (j % 4))) & 0x03030303u;
+    }
+    __device__ static void group(const uint8_t *sb, int j, int h, float &scale, float &min) {
+        const uint32_t sc = __ldg(sb + 2 * j + h);
+        scale = load_f16(sb + 80) * (float)(sc & 15);
+        min = load_f16(sb + 82) * (float)(sc >> 4);
+    }
+};
+
+struct FmtQ3_K : SuperFmt<FmtQ3_K> {
+    static constexpr int kSuperBytes = sizeof(BlockQ3_K);
+    static constexpr float kOffset = 4.f;
+    // Low 2 bits as Q2_K (qs at 32); bit j of hmask[l] adds 4 (the value is q - 4 when it is clear).
+    __device__ static uint32_t quads(const uint8_t *sb, int j, int l) {
+        const uint32_t low = (load_u32_a2(sb + 32 + 32 * (j / 4) + l) >> (2 * (j % 4))) & 0x03030303u;
+        const uint32_t high = (load_u32_a2(sb + l) >> j) & 0x01010101u;
+        return low | (high << 2);
+    }
+    __device__ static void group(const uint8_t *sb, int j, int h, float &scale, float &min) {
+        const int g = 2 * j + h;
+        const int lo = (__ldg(sb + 96 + g % 8) >> (4 * (g / 8))) & 15;
+        const int hi = (__ldg(sb + 104 + g % 4) >> (2 * (g / 4))) & 3;
+        scale = load_f16(sb + 108) * (float)((lo | hi << 4) - 32);
+        min = 0.f;
+    }
+};
+
+// Q4_K / Q5_K: 6-bit scale and min per 32-element block.
+__device__ __forceinline__ void k_group(const uint8_t *sb, int j, float &scale, float &min) {
+    uint8_t s[12];
+#pragma unroll
+    for (int t = 0; t < 12; ++t) s[t] = __ldg(sb + 4 + t);
+    int sc = 0, m = 0;
+    kquant_scale_min(s, j, &sc, &m);
+    scale = load_f16(sb) * (float)sc;
+    min = load_f16(sb + 2) * (float)m;
+}
+
+struct FmtQ4_K : SuperFmt<FmtQ4_K> {
+    static constexpr int kSuperBytes = sizeof(BlockQ4_K);
+    static constexpr float kOffset = 0.f;
+    // Element 32 j + l: nibble j % 2 of qs[32 (j / 2) + l] (qs at 16).
+    __device__ static uint32_t quads(const uint8_t *sb, int j, int l) {
+        return (load_u32_a2(sb + 16 + 32 * (j / 2) + l) >> (4 * (j % 2))) & 0x0F0F0F0Fu;
+    }
+    __device__ static void group(const uint8_t *sb, int j, int h, float &scale, float &min) { k_group(sb, j, scale, min); }
+};
+
+struct FmtQ5_K : SuperFmt<FmtQ5_K> {
+    static constexpr int kSuperBytes = sizeof(BlockQ5_K);
+    static constexpr float kOffset = 0.f;
+    // Nibbles as Q4_K (qs at 48), 5th bit: bit j of qh[l] (qh at 16).
+    __device__ static uint32_t quads(const uint8_t *sb, int j, int l) {
+        const uint32_t low = (load_u32_a2(sb + 48 + 32 * (j / 2) + l) >> (4 * (j % 2))) & 0x0F0F0F0Fu;
+        return low | (((load_u32_a2(sb + 16 + l) >> j) & 0x01010101u) << 4);
+    }
+    __device__ static void group(const uint8_t *sb, int j, int h, float &scale, float &min) { k_group(sb, j, scale, min); }
+};
+
+struct FmtQ6_K : SuperFmt<FmtQ6_K> {
+    static constexpr int kSuperBytes = sizeof(BlockQ6_K);
+    static constexpr float kOffset = 32.f;
+    // Element 32 j + l (= 128 h + r, h = j / 4, r = 32 (j % 4) + l): low 4 bits are nibble
+    // (j % 4) / 2 of ql[64 h + 32 (j % 2) + l], high 2 bits are bits 2 (j % 4) of qh[32 h + l].
+    __device__ static uint32_t quads(const uint8_t *sb, int j, int l) {
+        const int h = j / 4, s = j % 4;
+        const uint32_t low = (load_u32_a2(sb + 64 * h + 32 * (s % 2) + l) >> (4 * (s / 2))) & 0x0F0F0F0Fu;
+        const uint32_t high = (load_u32_a2(sb + 128 + 32 * h + l) >> (2 * s)) & 0x03030303u;
+        return low | (high << 4);
+    }
+    __device__ static void group(const uint8_t *sb, int j, int h, float &scale, float &min) {
+        scale = load_f16(sb + 208) * (float)(int8_t)__ldg(sb + 192 + 2 * j + h);
+        min = 0.f;
+    }
+};
+
+struct FmtIQ4_XS : SuperFmt<FmtIQ4_XS> {
+    static constexpr int kSuperBytes = sizeof(BlockIQ4_XS);
+    static constexpr float kOffset = 128.f;
+    // Block j's 16 nibble bytes at 8 + 16 j, Q4_0 order (low nibbles: elements 0..15).
+    __device__ static uint32_t quads(const uint8_t *sb, int j, int l) {
+        const uint32_t q = load_u32_a2(sb + 8 + 16 * j + (l & 15));
+        return iq4_lookup4(l < 16 ? q & 0x0F0F0F0Fu : (q >> 4) & 0x0F0F0F0Fu);
+    }
+    __device__ static void group(const uint8_t *sb, int j, int h, float &scale, float &min) {
+        const uint32_t scales_h = __ldg(reinterpret_cast<const unsigned short *>(sb + 2));
+        const int ls = ((__ldg(sb + 4 + j / 2) >> (4 * (j % 2))) & 15) | (((scales_h >> (2 * j)) & 3) << 4);
+        scale = load_f16(sb) * (float)(ls - 32);
+        min = 0.f;
+    }
+};
+
+}  // namespace akunu::cuda

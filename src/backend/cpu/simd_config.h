@@ -1,0 +1,32 @@
+// Compile-time SIMD selection and floating-point contraction control shared by the CPU row kernels
+// (quant_kernels.cpp, kquant_kernels.cpp).
+#pragma once
+
+// AVX2+FMA+F16C (AVX-512 machines use it too). AKUNU_FORCE_SCALAR disables SIMD, to test the
+// scalar fallback (what every other target runs) on a SIMD machine.
+#if !defined(AKUNU_FORCE_SCALAR) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define AKUNU_CPU_AVX2 1
+#include <immintrin.h>
+#endif
+
+// Dequantization and activation quantization must round exactly like gguf-py / llama.cpp's
+// reference code: `d * q + m` must not become an FMA, and `x * id` must be rounded to float before
+// roundf. GCC contracts across statements (and vector intrinsics) by default in gnu++ mode, so
+// those functions opt out explicitly. The GEMM kernels want FMAs and are left alone.
+#if defined(__clang__)
+#define AKUNU_NO_FP_CONTRACT
+#define AKUNU_NO_FP_CONTRACT_SCOPE _Pragma("clang fp contract(off)")
+#elif defined(__GNUC__)
+#define AKUNU_NO_FP_CONTRACT __attribute__((optimize("fp-contract=off")))
+#define AKUNU_NO_FP_CONTRACT_SCOPE
+#else
+#define AKUNU_NO_FP_CONTRACT
+#define AKUNU_NO_FP_CONTRACT_SCOPE
+#endif
+
+// Tile loops have compile-time trip counts; unrolling them keeps accumulators in registers.
+#if defined(__GNUC__)
+#define AKUNU_UNROLL _Pragma("GCC unroll 16")
+#else
+#define AKUNU_UNROLL
+#endif

@@ -32,6 +32,7 @@ llama3 factors) fail the agreement criterion, i.e. that the test can fail.
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 from dataclasses import dataclass, field, replace
@@ -208,15 +209,23 @@ def llama3_rope_factors(head_dim: int, rope: dict) -> np.ndarray:
 # GGUF writing
 # --------------------------------------------------------------------------------------
 
-def _copy_tokenizer_kv(writer: GGUFWriter, src: Path) -> int:
-    reader = GGUFReader(str(src))
-    vocab_size = None
+@functools.lru_cache(maxsize=8)
+def _tokenizer_kv(src: str) -> tuple:
+    """(key, value, type, sub_type) of every tokenizer.* field of ``src`` (parsed once: slow)."""
+    reader = GGUFReader(src)
+    out = []
     for key, fld in reader.fields.items():
         if not key.startswith("tokenizer."):
             continue
         vtype = fld.types[0]
         sub = fld.types[-1] if vtype == GGUFValueType.ARRAY else None
-        val = fld.contents()
+        out.append((key, fld.contents(), vtype, sub))
+    return tuple(out)
+
+
+def _copy_tokenizer_kv(writer: GGUFWriter, src: Path) -> int:
+    vocab_size = None
+    for key, val, vtype, sub in _tokenizer_kv(str(src)):
         writer.add_key_value(key, val, vtype, sub_type=sub)
         if key == "tokenizer.ggml.tokens":
             vocab_size = len(val)
@@ -225,8 +234,10 @@ def _copy_tokenizer_kv(writer: GGUFWriter, src: Path) -> int:
 
 
 def vocab_size_of(src: Path = VOCAB_GGUF) -> int:
-    reader = GGUFReader(str(src))
-    return len(reader.fields["tokenizer.ggml.tokens"].data)
+    for key, val, _, _ in _tokenizer_kv(str(src)):
+        if key == "tokenizer.ggml.tokens":
+            return len(val)
+    raise KeyError("tokenizer.ggml.tokens")
 
 
 def gguf_tensors_from_hf(model, spec: TinySpec) -> dict[str, np.ndarray]:
@@ -567,7 +578,7 @@ def arch_hf_config(spec: ArchSpec, vocab_size: int = 32000, **overrides):
         kw = dict(common, rope_parameters=rope, sliding_window=spec.sliding_window)
         cls = tf.MistralConfig
     elif f == "gemma":
-        kw = dict(common, rope_parameters=rope, hidden_activation="gelu_pytorch_tanh")
+        kw = dict(common, rope_parameters=rope, hidden_act="gelu_pytorch_tanh")
         cls = tf.GemmaConfig
     elif f == "gemma2":
         kw = dict(common, rope_parameters=rope, hidden_activation="gelu_pytorch_tanh",
@@ -725,6 +736,12 @@ def build_arch_gguf(spec: ArchSpec, out_dir: Path):
     return path, model
 
 
+@functools.lru_cache(maxsize=32)
+def _read_dequantized_cached(path: str, mtime_ns: int):
+    """read_dequantized, once per file version (broken references reread the same files)."""
+    return read_dequantized(Path(path))
+
+
 def arch_reference_from_gguf(path: Path, spec: ArchSpec, *, unfold_norms: bool = True, **overrides):
     """HF model of ``spec.family`` (float32) holding the GGUF's dequantized weights.
 
@@ -733,7 +750,7 @@ def arch_reference_from_gguf(path: Path, spec: ArchSpec, *, unfold_norms: bool =
     """
     import torch
 
-    meta, t = read_dequantized(path)
+    meta, t = _read_dequantized_cached(str(path), os.stat(path).st_mtime_ns)
     assert meta["general.architecture"] == GGUF_ARCH[spec.family], meta["general.architecture"]
     vocab = t["token_embd.weight"].shape[0]
     model = _arch_model_class(spec.family)(arch_hf_config(spec, vocab, **overrides)).float().eval()

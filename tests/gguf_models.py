@@ -545,6 +545,7 @@ class ArchSpec:
     attn_softcap: float | None = None
     final_softcap: float | None = None
     partial_rotary: float = 1.0
+    rope_linear_factor: float | None = None  # gemma3: linear scaling of the global layers (4B and up)
     seed: int = 0
     qk_gain: float = 1.0
     qk_norm_gain: float = 1.8      # QK-norm weights: scores stay peaked after normalizing heads
@@ -589,7 +590,8 @@ def arch_hf_config(spec: ArchSpec, vocab_size: int = 32000, **overrides):
     elif f == "gemma3":
         kw = dict(common, hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=spec.head_dim,
                   sliding_window=spec.sliding_window,
-                  rope_parameters={"full_attention": dict(rope),
+                  rope_parameters={"full_attention": (dict(rope, rope_type="linear", factor=spec.rope_linear_factor)
+                                                      if spec.rope_linear_factor else dict(rope)),
                                    "sliding_attention": {"rope_type": "default",
                                                          "rope_theta": float(spec.local_rope_theta)}},
                   layer_types=["full_attention" if i % 6 == 5 else "sliding_attention" for i in range(spec.n_layers)])
@@ -714,6 +716,9 @@ def _arch_extra_kv(spec: ArchSpec):
             w.add_sliding_window(spec.sliding_window)
         if f == "phi3":
             w.add_sliding_window(spec.sliding_window or 0)
+        if f == "gemma3" and spec.rope_linear_factor:
+            w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+            w.add_rope_scaling_factor(spec.rope_linear_factor)
         if f == "gemma2":
             if spec.attn_softcap:
                 w.add_attn_logit_softcapping(spec.attn_softcap)
@@ -791,3 +796,6 @@ for _fam, _base in ARCH_BASE.items():
     for _dt in ("F16", ARCH_QUANT[_fam]):
         _name = f"{_fam}_{_dt.lower()}"
         ARCH_SPECS[_name] = replace(_base, name=_name, dtype=_dt)
+# Gemma 3 4B and up: linear RoPE scaling on the global layers only.
+ARCH_SPECS["gemma3_f16_linear"] = replace(ARCH_BASE["gemma3"], name="gemma3_f16_linear", dtype="F16",
+                                          rope_linear_factor=8.0, seed=28)

@@ -152,6 +152,13 @@ BROKEN = [
     ("gemma3_q8_0", "sliding_window", {"layer_types": ["full_attention"] * 6}, None),
     ("gemma3_q8_0", "local_rope_base", {"rope_parameters": _GEMMA3_SAME_ROPE}, None),
     ("gemma3_q8_0", "qk_norm", {}, _drop_qk_norm),
+    ("gemma3_f16_linear", "global_rope_scaling",
+     {"rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1e6},
+                          "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}}, None),
+    ("gemma3_f16_linear", "local_layers_unscaled",
+     {"rope_parameters": {"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
+                          "sliding_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 10000.0}}},
+     None),
     ("phi3_q4_0", "partial_rotary",
      {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 1.0}}, None),
 ]
@@ -270,3 +277,17 @@ def test_fused_tensor_with_wrong_rows_is_refused(akunu_mod, arch_gguf, tmp_path)
     with pytest.raises(akunu_mod.ModelFormatError) as info:
         akunu_mod.Model(str(path))
     assert "blk.0.attn_qkv.weight" in str(info.value)
+
+
+def test_gemma2_27b_depth_uses_dim_per_head_query_scale(akunu_mod, gguf_dir, tokens):
+    """Gemma 2 27B (46 layers) scales queries by 1/sqrt(hidden / heads), not 1/sqrt(head_dim): the
+    file has no key for it, llama.cpp decides by depth and so does akunu's descriptor."""
+    spec = gm.ArchSpec("depth46", "gemma2", hidden=32, n_layers=46, n_heads=2, n_kv_heads=1, head_dim=32, ffn=32, tied=True,
+                       sliding_window=32, attn_softcap=6.0, final_softcap=4.0, qk_gain=1.5, seed=29)
+    path, _ = gm.build_arch_gguf(spec, gguf_dir)
+    ids = tokens[:128]
+    ref = gm.hf_logits(gm.arch_reference_from_gguf(path, spec, query_pre_attn_scalar=spec.hidden // spec.n_heads), ids)
+    head_dim_scaled = gm.hf_logits(gm.arch_reference_from_gguf(path, spec), ids)
+    assert not _criterion(ref, head_dim_scaled)[0], "the two scales must be distinguishable"
+    ok, c = _criterion(ref, akunu_mod.Model(str(path), backend="cpu").logits(ids))
+    assert ok, _fmt(c)

@@ -60,6 +60,7 @@ ArchDescriptor arch_gemma2() {
     a.final_logit_softcap = 30.f;
     a.sliding_window = 4096;
     a.sliding_window_pattern = 2;
+    a.query_scale_by_dim_per_head_layers = {46};  // Gemma 2 27B
     return a;
 }
 
@@ -74,6 +75,7 @@ ArchDescriptor arch_gemma3() {
     a.sliding_window = 0;  // the file must say
     a.sliding_window_pattern = 6;
     a.local_rope_theta = 10000.f;
+    a.query_scale_by_dim_per_head_layers = {62};  // Gemma 3 27B
     return a;
 }
 

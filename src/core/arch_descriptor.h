@@ -34,6 +34,9 @@ struct ArchDescriptor {
     uint32_t sliding_window_pattern = 0;
     float local_rope_theta = 0.f;      // RoPE base of sliding layers (Gemma 3: 10000); 0: the global base
     bool sliding_window_ignored = false;  // Phi-3: llama.cpp disables the window its files declare
+    // Models of these depths scale queries by 1 / sqrt(dim / n_heads) instead of 1 / sqrt(head_dim)
+    // (Gemma 2/3 27B: their query_pre_attn_scalar is not in the file; llama.cpp's rule).
+    std::vector<uint32_t> query_scale_by_dim_per_head_layers;
 };
 
 ArchDescriptor arch_llama();

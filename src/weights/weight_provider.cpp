@@ -163,7 +163,12 @@ void WeightProvider::read_config() {
     c.rope_theta = (float)f.get_float(a + "rope.freq_base", 10000.0);
 
     // Architecture extras: the file's keys win over the descriptor's defaults.
-    if (f.has(a + "attention.scale")) c.attention_scale = (float)f.get_float(a + "attention.scale", 0.0);
+    if (f.has(a + "attention.scale")) {
+        c.attention_scale = (float)f.get_float(a + "attention.scale", 0.0);
+    } else {
+        for (uint32_t layers : arch.query_scale_by_dim_per_head_layers)
+            if (c.n_layers == layers) c.attention_scale = 1.0f / std::sqrt((float)(c.dim / c.n_heads));
+    }
     if (arch.embedding_scale_sqrt_dim) c.embedding_scale = std::sqrt((float)c.dim);
     c.attn_logit_softcap = (float)f.get_float(a + "attn_logit_softcapping", arch.attn_logit_softcap);
     c.final_logit_softcap = (float)f.get_float(a + "final_logit_softcapping", arch.final_logit_softcap);

@@ -291,3 +291,17 @@ def test_gemma2_27b_depth_uses_dim_per_head_query_scale(akunu_mod, gguf_dir, tok
     assert not _criterion(ref, head_dim_scaled)[0], "the two scales must be distinguishable"
     ok, c = _criterion(ref, akunu_mod.Model(str(path), backend="cpu").logits(ids))
     assert ok, _fmt(c)
+
+
+def test_sliding_window_pattern_key_overrides_default(akunu_mod, arch_gguf, tmp_path):
+    """attention.sliding_window_pattern, when a file has it, decides which layers slide: a period
+    (uint32, llama.cpp's set_swa_pattern) or one flag per layer (bool array)."""
+    spec = gm.ARCH_SPECS["gemma2_f16"]
+    _, model = arch_gguf("gemma2_f16")
+    tensors = gm.arch_gguf_tensors_from_hf(model, spec)
+    for value, expect in ((1, [True, True]), ([False, True], [False, True]), (0, [False, False])):
+        def extra(w, value=value):
+            gm._arch_extra_kv(spec)(w)
+            w.add_sliding_window_pattern(value)
+        path = gm.write_gguf(tmp_path / f"pattern-{value}.gguf", spec, tensors, arch="gemma2", extra_kv=extra)
+        assert akunu_mod.Model(str(path), backend="cpu").config["sliding_layers"] == expect, value

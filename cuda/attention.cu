@@ -1,4 +1,5 @@
-// Causal attention over the head-major F16 KV cache (cache[kv_head][position][head_dim]).
+// Causal attention over the head-major F16 KV cache (cache[kv_head][position][head_dim]),
+// optionally limited to a sliding window of keys and with soft-capped scores (AttentionParams).
 //
 // One block per (head, query row, split). A block walks its keys in chunks of kChunk with an
 // online softmax: thread t scores key t of the chunk (q in shared memory, K read 16 bytes at a
@@ -81,13 +82,16 @@ __global__ void __launch_bounds__(kThreads)
     const uint32_t position = resolve_position(p.position, pc);
     const uint32_t kv_len = resolve_kv_len(p.kv_len, pc);
     const uint32_t n_ctx = min(position + r + 1, kv_len);  // causal: row r sees 0..position + r
+    // Sliding window: only the last `window` of those keys.
+    const uint32_t first = (p.window != 0 && n_ctx > p.window) ? n_ctx - p.window : 0;
+    const uint32_t n_keys = n_ctx - first;
     // The grid is fixed when a graph is captured, the context is not: use only as many splits as
     // give each at least kMinKeysPerSplit keys, so very short contexts skip the partials and the
     // merge, while longer ones still spread the serial V walk over many blocks.
-    const uint32_t active = min(n_splits, max(1u, (n_ctx + kMinKeysPerSplit - 1) / kMinKeysPerSplit));
+    const uint32_t active = min(n_splits, max(1u, (n_keys + kMinKeysPerSplit - 1) / kMinKeysPerSplit));
     if (split >= active) return;  // block-uniform: before any barrier
-    const uint32_t per_split = (n_ctx + active - 1) / active;
-    const uint32_t k_begin = min(split * per_split, n_ctx), k_end = min(k_begin + per_split, n_ctx);
+    const uint32_t per_split = (n_keys + active - 1) / active;
+    const uint32_t k_begin = first + min(split * per_split, n_keys), k_end = min(k_begin + per_split, n_ctx);
 
     const size_t head_base = (size_t)(h / (p.n_heads / p.n_kv_heads)) * p.max_seq * hd;
     const __half *K = k_cache + head_base, *V = v_cache + head_base;
@@ -117,6 +121,7 @@ __global__ void __launch_bounds__(kThreads)
                     s = fmaf(q_s[8 * d8 + 2 * j + 1], f.y, s);
                 }
             }
+            if (p.softcap > 0.f) s = p.softcap * tanhf(s / p.softcap);  // Gemma 2, after scaling
         }
         const float new_m = fmaxf(m, block_reduce<true>(s, red));
         const float e = tid < n ? expf(s - new_m) : 0.f;

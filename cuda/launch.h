@@ -65,6 +65,11 @@ void launch_gemm_q4_1(const LaunchArgs &);
 AKUNU_CUDA_KQUANT_FORMATS(AKUNU_DECLARE)
 #undef AKUNU_DECLARE
 void launch_rmsnorm_f32(const LaunchArgs &);
+void launch_rmsnorm_add_f32(const LaunchArgs &);
+void launch_head_rmsnorm_f32(const LaunchArgs &);
+void launch_bias_add_f32(const LaunchArgs &);
+void launch_softcap_f32(const LaunchArgs &);
+void launch_gelu_tanh_mul_f32(const LaunchArgs &);
 void launch_rope_interleaved_kv_write(const LaunchArgs &);
 void launch_rope_neox_kv_write(const LaunchArgs &);
 void launch_attention_f16kv(const LaunchArgs &);

@@ -32,6 +32,7 @@ llama3 factors) fail the agreement criterion, i.e. that the test can fail.
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 from dataclasses import dataclass, field, replace
@@ -208,15 +209,23 @@ def llama3_rope_factors(head_dim: int, rope: dict) -> np.ndarray:
 # GGUF writing
 # --------------------------------------------------------------------------------------
 
-def _copy_tokenizer_kv(writer: GGUFWriter, src: Path) -> int:
-    reader = GGUFReader(str(src))
-    vocab_size = None
+@functools.lru_cache(maxsize=8)
+def _tokenizer_kv(src: str) -> tuple:
+    """(key, value, type, sub_type) of every tokenizer.* field of ``src`` (parsed once: slow)."""
+    reader = GGUFReader(src)
+    out = []
     for key, fld in reader.fields.items():
         if not key.startswith("tokenizer."):
             continue
         vtype = fld.types[0]
         sub = fld.types[-1] if vtype == GGUFValueType.ARRAY else None
-        val = fld.contents()
+        out.append((key, fld.contents(), vtype, sub))
+    return tuple(out)
+
+
+def _copy_tokenizer_kv(writer: GGUFWriter, src: Path) -> int:
+    vocab_size = None
+    for key, val, vtype, sub in _tokenizer_kv(str(src)):
         writer.add_key_value(key, val, vtype, sub_type=sub)
         if key == "tokenizer.ggml.tokens":
             vocab_size = len(val)
@@ -225,8 +234,10 @@ def _copy_tokenizer_kv(writer: GGUFWriter, src: Path) -> int:
 
 
 def vocab_size_of(src: Path = VOCAB_GGUF) -> int:
-    reader = GGUFReader(str(src))
-    return len(reader.fields["tokenizer.ggml.tokens"].data)
+    for key, val, _, _ in _tokenizer_kv(str(src)):
+        if key == "tokenizer.ggml.tokens":
+            return len(val)
+    raise KeyError("tokenizer.ggml.tokens")
 
 
 def gguf_tensors_from_hf(model, spec: TinySpec) -> dict[str, np.ndarray]:
@@ -254,10 +265,13 @@ def gguf_tensors_from_hf(model, spec: TinySpec) -> dict[str, np.ndarray]:
 
 
 def write_gguf(path: Path, spec: TinySpec, tensors: dict[str, np.ndarray], *, arch: str = "llama",
-               vocab_src: Path = VOCAB_GGUF, dtype_override: dict[str, QT] | None = None) -> Path:
+               vocab_src: Path = VOCAB_GGUF, dtype_override: dict[str, QT] | None = None,
+               rope_dim: int | None = None, extra_kv=None) -> Path:
     """Write ``tensors`` (float32, GGUF names) with llama.cpp's metadata for ``spec``.
 
     ``dtype_override`` maps tensor name -> ggml type to force (used by bad-input tests).
+    ``rope_dim`` overrides rope.dimension_count (partial rotary); ``extra_kv(writer)`` adds an
+    architecture's own keys (sliding window, softcaps, ...).
     """
     qtype, ftype = DTYPES[spec.dtype]
     path = Path(path)
@@ -268,7 +282,7 @@ def write_gguf(path: Path, spec: TinySpec, tensors: dict[str, np.ndarray], *, ar
     w.add_embedding_length(spec.hidden)
     w.add_block_count(spec.n_layers)
     w.add_feed_forward_length(spec.ffn)
-    w.add_rope_dimension_count(spec.head_dim)
+    w.add_rope_dimension_count(spec.head_dim if rope_dim is None else rope_dim)
     w.add_head_count(spec.n_heads)
     w.add_head_count_kv(spec.n_kv_heads)
     w.add_rope_freq_base(spec.rope_theta)
@@ -276,6 +290,8 @@ def write_gguf(path: Path, spec: TinySpec, tensors: dict[str, np.ndarray], *, ar
     if spec.write_key_length:
         w.add_key_length(spec.head_dim)
         w.add_value_length(spec.head_dim)
+    if extra_kv is not None:
+        extra_kv(w)
     w.add_file_type(ftype)
     vocab = _copy_tokenizer_kv(w, vocab_src)
     w.add_vocab_size(vocab)
@@ -476,3 +492,310 @@ def varied_tokens(tokenizer, min_tokens: int = 256, max_tokens: int = 320) -> li
     while len(ids) < min_tokens:
         ids = ids + tokenizer(" " + VARIED_TEXT, add_special_tokens=False)["input_ids"]
     return list(ids[:max_tokens])
+
+
+# ======================================================================================
+# Other architectures: Qwen2, Qwen3, Mistral, Gemma, Gemma 2, Gemma 3, Phi-3
+# ======================================================================================
+#
+# Same recipe as the Llama functions above: a random transformers model of the family (tiny
+# sizes, peaked attention), written to GGUF the way llama.cpp's convert_hf_to_gguf.py writes that
+# family, and a reference rebuilt from the GGUF's dequantized tensors. Conventions per family
+# (llama.cpp's converter / llama-model.cpp / gguf-py constants):
+#
+# * qwen2:   no Q/K permutation (NeoX RoPE), attn_{q,k,v}.bias F32.
+# * qwen3:   attn_q_norm / attn_k_norm [head_dim] (plain weights), key_length written (head_dim
+#            may differ from hidden / heads), usually tied.
+# * mistral: converted by LlamaModel: general.architecture "llama", Q/K permuted. The converter
+#            writes no window; akunu honours llama.attention.sliding_window when a file has it.
+# * gemma:   every *norm.weight stored as w + 1 (HF's (1 + w) RMSNorm), tied, GELU-tanh,
+#            embeddings * sqrt(hidden), NeoX RoPE.
+# * gemma2:  + post_attention_norm / post_ffw_norm (pre-FFN norm is ffn_norm),
+#            attn_logit_softcapping, final_logit_softcapping, attention.sliding_window; layers
+#            0, 2, 4... slide (llama.cpp's swa pattern 2); attention scale 1/sqrt(head_dim).
+# * gemma3:  + attn_q_norm / attn_k_norm (also + 1), no softcaps; layer i slides unless
+#            i % 6 == 5; sliding layers use RoPE base 10000, global ones rope.freq_base.
+# * phi3:    attn_qkv (Q, K, V rows) and ffn_up holding gate then up rows; NeoX RoPE over
+#            rope.dimension_count = int(partial_rotary_factor * hidden) // heads dims;
+#            attention.sliding_window written (0 when none) but llama.cpp ignores it.
+
+GEMMA_FAMILY = ("gemma", "gemma2", "gemma3")
+GGUF_ARCH = {"qwen2": "qwen2", "qwen3": "qwen3", "mistral": "llama", "gemma": "gemma", "gemma2": "gemma2",
+             "gemma3": "gemma3", "phi3": "phi3"}
+
+
+@dataclass(frozen=True)
+class ArchSpec:
+    name: str
+    family: str                 # key of GGUF_ARCH
+    dtype: str = "F16"
+    hidden: int = 128
+    n_layers: int = 2
+    n_heads: int = 4
+    n_kv_heads: int = 2
+    head_dim: int = 32
+    ffn: int = 256
+    tied: bool = False
+    rope_theta: float = 10000.0
+    local_rope_theta: float = 10000.0  # gemma3 sliding layers
+    norm_eps: float = 1e-6
+    context_length: int = 2048
+    write_key_length: bool = True
+    sliding_window: int | None = None
+    attn_softcap: float | None = None
+    final_softcap: float | None = None
+    partial_rotary: float = 1.0
+    rope_linear_factor: float | None = None  # gemma3: linear scaling of the global layers (4B and up)
+    seed: int = 0
+    qk_gain: float = 1.0
+    qk_norm_gain: float = 1.8      # QK-norm weights: scores stay peaked after normalizing heads
+    bias_std: float = 0.5
+    out_gain: float = 1.5
+    row_sigma: float = 0.7
+
+    @property
+    def rope_dim(self) -> int:
+        return int(self.partial_rotary * self.hidden) // self.n_heads if self.family == "phi3" else self.head_dim
+
+
+def arch_hf_config(spec: ArchSpec, vocab_size: int = 32000, **overrides):
+    """The transformers config of ``spec`` (``overrides`` replace fields: used for broken references)."""
+    import transformers as tf
+
+    common = dict(vocab_size=vocab_size, hidden_size=spec.hidden, intermediate_size=spec.ffn,
+                  num_hidden_layers=spec.n_layers, num_attention_heads=spec.n_heads,
+                  num_key_value_heads=spec.n_kv_heads, head_dim=spec.head_dim,
+                  max_position_embeddings=spec.context_length, rms_norm_eps=spec.norm_eps,
+                  tie_word_embeddings=spec.tied, bos_token_id=1, eos_token_id=2, pad_token_id=0)
+    rope = {"rope_type": "default", "rope_theta": float(spec.rope_theta)}
+    f = spec.family
+    if f == "qwen2":
+        kw = dict(common, rope_parameters=rope, use_sliding_window=False)
+        cls = tf.Qwen2Config
+    elif f == "qwen3":
+        kw = dict(common, rope_parameters=rope, use_sliding_window=False, attention_bias=False)
+        cls = tf.Qwen3Config
+    elif f == "mistral":
+        kw = dict(common, rope_parameters=rope, sliding_window=spec.sliding_window)
+        cls = tf.MistralConfig
+    elif f == "gemma":
+        kw = dict(common, rope_parameters=rope, hidden_act="gelu_pytorch_tanh")
+        cls = tf.GemmaConfig
+    elif f == "gemma2":
+        kw = dict(common, rope_parameters=rope, hidden_activation="gelu_pytorch_tanh",
+                  query_pre_attn_scalar=spec.head_dim, sliding_window=spec.sliding_window,
+                  attn_logit_softcapping=spec.attn_softcap, final_logit_softcapping=spec.final_softcap,
+                  layer_types=["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(spec.n_layers)])
+        cls = tf.Gemma2Config
+    elif f == "gemma3":
+        kw = dict(common, hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=spec.head_dim,
+                  sliding_window=spec.sliding_window,
+                  rope_parameters={"full_attention": (dict(rope, rope_type="linear", factor=spec.rope_linear_factor)
+                                                      if spec.rope_linear_factor else dict(rope)),
+                                   "sliding_attention": {"rope_type": "default",
+                                                         "rope_theta": float(spec.local_rope_theta)}},
+                  layer_types=["full_attention" if i % 6 == 5 else "sliding_attention" for i in range(spec.n_layers)])
+        cls = tf.Gemma3TextConfig
+    elif f == "phi3":
+        kw = dict(common, rope_parameters=dict(rope, partial_rotary_factor=spec.partial_rotary),
+                  sliding_window=None, hidden_act="silu")
+        kw.pop("head_dim")
+        cls = tf.Phi3Config
+    else:
+        raise ValueError(f)
+    kw.update(overrides)
+    cfg = cls(**kw)
+    cfg._attn_implementation = "eager"
+    return cfg
+
+
+def _arch_model_class(family: str):
+    import transformers as tf
+
+    return {"qwen2": tf.Qwen2ForCausalLM, "qwen3": tf.Qwen3ForCausalLM, "mistral": tf.MistralForCausalLM,
+            "gemma": tf.GemmaForCausalLM, "gemma2": tf.Gemma2ForCausalLM, "gemma3": tf.Gemma3ForCausalLM,
+            "phi3": tf.Phi3ForCausalLM}[family]
+
+
+def make_arch_hf_model(spec: ArchSpec, vocab_size: int = 32000, **overrides):
+    """Random model of ``spec.family`` (float32, eval) with the Llama test's init recipe."""
+    import torch
+
+    cfg = arch_hf_config(spec, vocab_size, **overrides)
+    model = _arch_model_class(spec.family)(cfg).float().eval()
+    g = torch.Generator().manual_seed(2000 + spec.seed)
+    gemma = spec.family in GEMMA_FAMILY
+
+    def rnd(shape, std):
+        return torch.randn(*shape, generator=g) * std
+
+    with torch.no_grad():
+        m = model.model
+        for name, prm in sorted(model.named_parameters()):
+            if name.startswith("lm_head") or name == "model.embed_tokens.weight":
+                continue
+            if prm.ndim == 2:  # projections: std gain / sqrt(fan_in); Q/K rows sharper
+                gain = spec.qk_gain if (".q_proj." in name or ".k_proj." in name) else 1.0
+                w = rnd(prm.shape, 1.0 / math.sqrt(prm.shape[1]))
+                if ".qkv_proj." in name:  # phi3: Q and K rows of the fused projection
+                    w[: spec.n_heads * spec.head_dim + spec.n_kv_heads * spec.head_dim] *= spec.qk_gain
+                prm.copy_(w * gain)
+            elif name.endswith(".bias"):
+                prm.copy_(rnd(prm.shape, spec.bias_std))
+            elif "norm" in name:
+                scale = spec.qk_norm_gain if ("q_norm" in name or "k_norm" in name) else 1.0
+                eff = scale * (1.0 + rnd(prm.shape, 0.2))  # the effective multiplier
+                prm.copy_(eff - 1.0 if gemma else eff)      # Gemma's RMSNorm multiplies by (1 + w)
+            else:
+                raise AssertionError(f"uninitialised parameter {name}")
+        emb = m.embed_tokens.weight
+        if spec.tied:
+            # The scaled input (Gemma: * sqrt(hidden)) and the logits both need a useful spread.
+            emb.copy_(rnd(emb.shape, spec.out_gain / math.sqrt(spec.hidden)))
+        else:
+            emb.copy_(rnd(emb.shape, 1.0))
+            model.lm_head.weight.copy_(rnd(model.lm_head.weight.shape, spec.out_gain / math.sqrt(spec.hidden)))
+        head = model.lm_head.weight
+        head.mul_(torch.exp(spec.row_sigma * rnd((head.shape[0], 1), 1.0)))
+    if spec.tied:
+        assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()
+    return model
+
+
+def _arch_layer_names(spec: ArchSpec) -> list[tuple[str, str]]:
+    """(HF suffix under model.layers.N., GGUF suffix under blk.N.) for one layer."""
+    f = spec.family
+    names = [("input_layernorm.weight", "attn_norm.weight"), ("self_attn.o_proj.weight", "attn_output.weight"),
+             ("mlp.down_proj.weight", "ffn_down.weight")]
+    if f == "phi3":
+        names += [("self_attn.qkv_proj.weight", "attn_qkv.weight"), ("mlp.gate_up_proj.weight", "ffn_up.weight")]
+    else:
+        names += [("self_attn.q_proj.weight", "attn_q.weight"), ("self_attn.k_proj.weight", "attn_k.weight"),
+                  ("self_attn.v_proj.weight", "attn_v.weight"), ("mlp.gate_proj.weight", "ffn_gate.weight"),
+                  ("mlp.up_proj.weight", "ffn_up.weight")]
+    if f == "qwen2":
+        names += [(f"self_attn.{x}_proj.bias", f"attn_{x}.bias") for x in "qkv"]
+    if f in ("qwen3", "gemma3"):
+        names += [("self_attn.q_norm.weight", "attn_q_norm.weight"), ("self_attn.k_norm.weight", "attn_k_norm.weight")]
+    if f in ("gemma2", "gemma3"):
+        names += [("post_attention_layernorm.weight", "post_attention_norm.weight"),
+                  ("pre_feedforward_layernorm.weight", "ffn_norm.weight"),
+                  ("post_feedforward_layernorm.weight", "post_ffw_norm.weight")]
+    else:
+        names += [("post_attention_layernorm.weight", "ffn_norm.weight")]
+    return names
+
+
+def _arch_name_pairs(spec: ArchSpec) -> list[tuple[str, str]]:
+    pairs = [("model.embed_tokens.weight", "token_embd.weight"), ("model.norm.weight", "output_norm.weight")]
+    if not spec.tied:
+        pairs.append(("lm_head.weight", "output.weight"))
+    for i in range(spec.n_layers):
+        pairs += [(f"model.layers.{i}.{h}", f"blk.{i}.{g}") for h, g in _arch_layer_names(spec)]
+    return pairs
+
+
+def arch_gguf_tensors_from_hf(model, spec: ArchSpec) -> dict[str, np.ndarray]:
+    """float32 GGUF-named tensors of ``model`` in the family's llama.cpp conventions."""
+    sd = {k: v.detach().float().numpy().copy() for k, v in model.state_dict().items()}
+    out = {}
+    for hf, gg in _arch_name_pairs(spec):
+        w = sd[hf]
+        if spec.family in GEMMA_FAMILY and hf.endswith("norm.weight"):
+            w = w + 1.0  # the converter folds Gemma's (1 + w) into the stored weight
+        if spec.family == "mistral" and hf.endswith(("q_proj.weight", "k_proj.weight")):
+            w = permute_qk(w, spec.n_heads if "q_proj" in hf else spec.n_kv_heads)
+        out[gg] = w
+    return out
+
+
+def _arch_extra_kv(spec: ArchSpec):
+    def extra(w: GGUFWriter):
+        f = spec.family
+        if f in ("mistral", "gemma2", "gemma3") and spec.sliding_window:
+            w.add_sliding_window(spec.sliding_window)
+        if f == "phi3":
+            w.add_sliding_window(spec.sliding_window or 0)
+        if f == "gemma3" and spec.rope_linear_factor:
+            w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+            w.add_rope_scaling_factor(spec.rope_linear_factor)
+        if f == "gemma2":
+            if spec.attn_softcap:
+                w.add_attn_logit_softcapping(spec.attn_softcap)
+            if spec.final_softcap:
+                w.add_final_logit_softcapping(spec.final_softcap)
+    return extra
+
+
+def build_arch_gguf(spec: ArchSpec, out_dir: Path):
+    """Create (or reuse) the GGUF for ``spec``; returns (path, original HF model)."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model = make_arch_hf_model(spec, vocab_size_of())
+    path = out_dir / f"tiny-{spec.family}-{spec.name}.gguf"
+    if not path.exists():
+        tmp = path.with_suffix(".tmp")
+        write_gguf(tmp, spec, arch_gguf_tensors_from_hf(model, spec), arch=GGUF_ARCH[spec.family],
+                   rope_dim=spec.rope_dim, extra_kv=_arch_extra_kv(spec))
+        os.replace(tmp, path)
+    return path, model
+
+
+@functools.lru_cache(maxsize=32)
+def _read_dequantized_cached(path: str, mtime_ns: int):
+    """read_dequantized, once per file version (broken references reread the same files)."""
+    return read_dequantized(Path(path))
+
+
+def arch_reference_from_gguf(path: Path, spec: ArchSpec, *, unfold_norms: bool = True, **overrides):
+    """HF model of ``spec.family`` (float32) holding the GGUF's dequantized weights.
+
+    ``overrides`` change the config and ``unfold_norms=False`` keeps Gemma's stored w + 1:
+    both produce deliberately *wrong* references for the tests that prove the criterion bites.
+    """
+    import torch
+
+    meta, t = _read_dequantized_cached(str(path), os.stat(path).st_mtime_ns)
+    assert meta["general.architecture"] == GGUF_ARCH[spec.family], meta["general.architecture"]
+    vocab = t["token_embd.weight"].shape[0]
+    model = _arch_model_class(spec.family)(arch_hf_config(spec, vocab, **overrides)).float().eval()
+    sd = {}
+    for hf, gg in _arch_name_pairs(spec):
+        w = t[gg]
+        if spec.family in GEMMA_FAMILY and hf.endswith("norm.weight") and unfold_norms:
+            w = w - 1.0
+        if spec.family == "mistral" and hf.endswith(("q_proj.weight", "k_proj.weight")):
+            w = unpermute_qk(w, spec.n_heads if "q_proj" in hf else spec.n_kv_heads)
+        sd[hf] = torch.from_numpy(np.ascontiguousarray(w, dtype=np.float32))
+    missing, unexpected = model.load_state_dict(sd, strict=False)
+    missing = [k for k in missing if not (spec.tied and k == "lm_head.weight")]
+    assert not missing and not unexpected, (missing, unexpected)
+    if spec.tied:
+        model.tie_weights()
+        assert torch.equal(model.lm_head.weight, model.model.embed_tokens.weight)
+    return model
+
+
+# Two dtypes per family: F16 and one quantized type. Sliding windows are far shorter than the
+# ~300-token prompts; Gemma 3 has 6 layers so that one of them is global.
+ARCH_BASE = {
+    "qwen2": ArchSpec("base", "qwen2", seed=21),
+    "qwen3": ArchSpec("base", "qwen3", hidden=64, head_dim=32, tied=True, seed=22),  # q_dim 128 != hidden 64
+    "mistral": ArchSpec("base", "mistral", sliding_window=48, write_key_length=False, seed=23),
+    "gemma": ArchSpec("base", "gemma", tied=True, seed=24),
+    "gemma2": ArchSpec("base", "gemma2", tied=True, sliding_window=32, attn_softcap=6.0, final_softcap=4.0,
+                       qk_gain=1.5, seed=25),
+    "gemma3": ArchSpec("base", "gemma3", hidden=64, head_dim=16, n_layers=6, ffn=128, tied=True,
+                       sliding_window=32, rope_theta=1000000.0, seed=26),
+    "phi3": ArchSpec("base", "phi3", partial_rotary=0.5, write_key_length=False, seed=27),
+}
+ARCH_QUANT = {"qwen2": "Q8_0", "qwen3": "Q4_0", "mistral": "Q8_0", "gemma": "Q8_0", "gemma2": "Q8_0",
+              "gemma3": "Q8_0", "phi3": "Q4_0"}
+ARCH_SPECS = {}
+for _fam, _base in ARCH_BASE.items():
+    for _dt in ("F16", ARCH_QUANT[_fam]):
+        _name = f"{_fam}_{_dt.lower()}"
+        ARCH_SPECS[_name] = replace(_base, name=_name, dtype=_dt)
+# Gemma 3 4B and up: linear RoPE scaling on the global layers only.
+ARCH_SPECS["gemma3_f16_linear"] = replace(ARCH_BASE["gemma3"], name="gemma3_f16_linear", dtype="F16",
+                                          rope_linear_factor=8.0, seed=28)

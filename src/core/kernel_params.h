@@ -16,6 +16,7 @@ struct EmbeddingParams {
 };
 
 // buffers: 0 x [rows, dim], 1 weight F32 [dim], 2 out [rows, dim]
+// (rmsnorm_add_f32, the post-norm: out += norm(x) * w)
 struct RMSNormParams {
     uint32_t dim;
     uint32_t rows;
@@ -74,6 +75,34 @@ struct AttentionParams {
     uint32_t q_stride;
     uint32_t out_stride;
     float scale;
+    uint32_t window;  // sliding window: row at position i sees keys i - window + 1..i; 0: all
+    float softcap;    // scores = softcap * tanh(scores / softcap) after scaling; 0: off
+};
+
+// Per-head RMSNorm of Q and K in place (QK-norm), one weight vector for all Q heads and one for
+// all K heads. buffers: 0 qkv [rows, stride] (Q heads then K heads at the row start), 1 q weight
+// F32 [head_dim], 2 k weight F32 [head_dim]
+struct HeadNormParams {
+    uint32_t rows;
+    uint32_t n_heads;
+    uint32_t n_kv_heads;
+    uint32_t head_dim;
+    uint32_t stride;  // floats between rows
+    float eps;
+};
+
+// x[r][i] += bias[i] for i < n.  buffers: 0 x [rows, stride], 1 bias F32 [n]
+struct BiasAddParams {
+    uint32_t n;
+    uint32_t rows;
+    uint32_t stride;  // floats between rows
+};
+
+// x = cap * tanh(x / cap), in place.  buffers: 0 x [rows, n]
+struct SoftcapParams {
+    uint32_t n;
+    uint32_t rows;
+    float cap;
 };
 
 // out = act(gate) * up.  buffers: 0 gate_up [rows, 2 * ffn] (gate then up), 1 out [rows, ffn]

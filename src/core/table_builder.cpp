@@ -30,15 +30,28 @@ public:
             // Attention block: x += O . attention(rope(QKV . norm(x)))
             emit_norm(sc.residual, 0, L.attention_norm, rows(), p + "attention_norm");
             emit_matmul({&L.q, &L.k, &L.v}, sc.normed, cfg.dim, sc.qkv, qkv_stride(), false, rows(), p + "qkv");
+            if (c_.arch.has_qkv_bias) emit_bias(L.qkv_bias, p + "qkv_bias");
+            if (c_.arch.qk_norm) emit_qk_norm(L, p + "qk_norm");
             emit_rope_kv_write(l, p + "rope_kv_write");
             emit_attention(l, p + "attention");
-            emit_matmul({&L.o}, sc.attn_out, cfg.q_dim(), sc.residual, cfg.dim, true, rows(), p + "o_proj");
+            // With a post-norm the projection lands in `normed` and is normalized into the residual.
+            if (c_.arch.post_attention_norm) {
+                emit_matmul({&L.o}, sc.attn_out, cfg.q_dim(), sc.normed, cfg.dim, false, rows(), p + "o_proj");
+                emit_post_norm(L.post_attention_norm, p + "post_attention_norm");
+            } else {
+                emit_matmul({&L.o}, sc.attn_out, cfg.q_dim(), sc.residual, cfg.dim, true, rows(), p + "o_proj");
+            }
             // FFN block: x += down . act(gate . norm(x)) * (up . norm(x))
             emit_norm(sc.residual, 0, L.ffn_norm, rows(), p + "ffn_norm");
             emit_matmul({&L.gate, &L.up}, sc.normed, cfg.dim, sc.gate_up, 2 * cfg.ffn_dim, false, rows(),
                         p + "gate_up");
             emit_gated_activation(p + "activation");
-            emit_matmul({&L.down}, sc.ffn_act, cfg.ffn_dim, sc.residual, cfg.dim, true, rows(), p + "down");
+            if (c_.arch.post_ffn_norm) {
+                emit_matmul({&L.down}, sc.ffn_act, cfg.ffn_dim, sc.normed, cfg.dim, false, rows(), p + "down");
+                emit_post_norm(L.post_ffn_norm, p + "post_ffn_norm");
+            } else {
+                emit_matmul({&L.down}, sc.ffn_act, cfg.ffn_dim, sc.residual, cfg.dim, true, rows(), p + "down");
+            }
         }
         emit_output();
         return std::move(table_);
@@ -59,7 +72,7 @@ private:
         p.rows = rows();
         p.vocab_size = c_.config.vocab_size;
         p.row_bytes = (uint32_t)emb.row_bytes;
-        p.scale = c_.arch.embedding_scale;
+        p.scale = c_.config.embedding_scale;
         CmdBuilder b(table_, c_.device, emb.desc->embedding_kernel, {rows(), 1, 1});
         b.buf(c_.scratch.token_ids).buf(emb.buffer).buf(c_.scratch.residual).params(p).label("embedding");
         if (s_.patched) b.patch(PatchType::TokenOffset);
@@ -80,6 +93,58 @@ private:
             .params(p)
             .label(label)
             .emit();
+    }
+
+    // residual += norm(normed) * w: the post-norm of a block's output.
+    void emit_post_norm(const Buffer &weight, const std::string &label) {
+        RMSNormParams p{};
+        p.dim = c_.config.dim;
+        p.rows = rows();
+        p.x_stride = c_.config.dim;
+        p.out_stride = c_.config.dim;
+        p.eps = c_.config.norm_eps;
+        CmdBuilder(table_, c_.device, c_.arch.post_norm_kernel, {rows(), 1, 1})
+            .buf(c_.scratch.normed)
+            .buf(weight)
+            .buf(c_.scratch.residual)
+            .params(p)
+            .label(label)
+            .emit();
+    }
+
+    void emit_bias(const Buffer &bias, const std::string &label) {
+        BiasAddParams p{};
+        p.n = qkv_stride();
+        p.rows = rows();
+        p.stride = qkv_stride();
+        CmdBuilder(table_, c_.device, c_.arch.bias_kernel, {rows(), 1, 1})
+            .buf(c_.scratch.qkv)
+            .buf(bias)
+            .params(p)
+            .label(label)
+            .emit();
+    }
+
+    void emit_qk_norm(const LayerWeights &L, const std::string &label) {
+        const ModelConfig &cfg = c_.config;
+        HeadNormParams p{};
+        p.rows = rows();
+        p.n_heads = cfg.n_heads;
+        p.n_kv_heads = cfg.n_kv_heads;
+        p.head_dim = cfg.head_dim;
+        p.stride = qkv_stride();
+        p.eps = cfg.norm_eps;
+        CmdBuilder(table_, c_.device, c_.arch.qk_norm_kernel, {rows(), 1, 1})
+            .buf(c_.scratch.qkv)
+            .buf(L.q_norm)
+            .buf(L.k_norm)
+            .params(p)
+            .label(label)
+            .emit();
+    }
+
+    bool sliding(uint32_t layer) const {
+        return layer < c_.config.layer_sliding.size() && c_.config.layer_sliding[layer] != 0;
     }
 
     // y (+)= x . W_i^T for each matrix, fused into multi-part commands where the chip says so.
@@ -163,7 +228,9 @@ private:
         p.max_seq = (uint32_t)c_.kv.max_length;
         p.qkv_stride = qkv_stride();
         CmdBuilder b(table_, c_.device, c_.arch.rope_kernel, {rows(), 1, 1});
-        b.buf(c_.scratch.qkv).buf(c_.kv.k_buffers[layer]).buf(c_.kv.v_buffers[layer]).buf(c_.weights.rope_inv_freq);
+        const bool local = sliding(layer) && c_.weights.rope_inv_freq_local.handle != nullptr;
+        const Buffer &inv_freq = local ? c_.weights.rope_inv_freq_local : c_.weights.rope_inv_freq;
+        b.buf(c_.scratch.qkv).buf(c_.kv.k_buffers[layer]).buf(c_.kv.v_buffers[layer]).buf(inv_freq);
         b.params(p).label(label);
         if (s_.patched) b.patch(PatchType::Position, offsetof(RopeKVParams, position));
         b.emit();
@@ -181,7 +248,9 @@ private:
         p.max_seq = (uint32_t)c_.kv.max_length;
         p.q_stride = qkv_stride();
         p.out_stride = cfg.q_dim();
-        p.scale = 1.0f / std::sqrt((float)cfg.head_dim);
+        p.scale = cfg.attention_scale > 0.f ? cfg.attention_scale : 1.0f / std::sqrt((float)cfg.head_dim);
+        p.window = sliding(layer) ? cfg.sliding_window : 0;
+        p.softcap = cfg.attn_logit_softcap;
         // One unit per (query row, head).
         CmdBuilder b(table_, c_.device, c_.arch.attention_kernel, {cfg.n_heads, rows(), 1});
         b.buf(c_.scratch.qkv).buf(c_.kv.k_buffers[layer]).buf(c_.kv.v_buffers[layer]).buf(c_.scratch.attn_out);
@@ -212,6 +281,17 @@ private:
         emit_norm(c_.scratch.residual, first_row, c_.weights.output_norm, n_rows, "output_norm");
         emit_matmul({&c_.weights.output}, c_.scratch.normed, cfg.dim, c_.scratch.logits, cfg.vocab_size, false, n_rows,
                     "logits");
+        if (cfg.final_logit_softcap > 0.f) {
+            SoftcapParams p{};
+            p.n = cfg.vocab_size;
+            p.rows = n_rows;
+            p.cap = cfg.final_logit_softcap;
+            CmdBuilder(table_, c_.device, c_.arch.softcap_kernel, {n_rows, 1, 1})
+                .buf(c_.scratch.logits)
+                .params(p)
+                .label("logit_softcap")
+                .emit();
+        }
         if (s_.all_logits) return;
         ArgmaxParams p{};
         p.n = cfg.vocab_size;

@@ -83,6 +83,7 @@ void Model::upload_weights() {
     weights_.output = arch_.tie_embeddings ? weights_.token_embedding : upload_matrix(dev, wp.get(tensor_names::kOutput), path);
     weights_.output_norm = vector_buffer(wp.get_f32(tensor_names::kOutputNorm));
     weights_.rope_inv_freq = vector_buffer(config_.rope_inv_freq);
+    if (!config_.rope_inv_freq_local.empty()) weights_.rope_inv_freq_local = vector_buffer(config_.rope_inv_freq_local);
     for (uint32_t l = 0; l < config_.n_layers; ++l) {
         auto name = [&](const char *suffix) { return tensor_names::layer((int)l, suffix); };
         LayerWeights L;
@@ -95,6 +96,21 @@ void Model::upload_weights() {
         L.gate = upload_matrix(dev, wp.get(name(tensor_names::kGate)), path);
         L.up = upload_matrix(dev, wp.get(name(tensor_names::kUp)), path);
         L.down = upload_matrix(dev, wp.get(name(tensor_names::kDown)), path);
+        if (arch_.has_qkv_bias) {
+            std::vector<float> bias = wp.get_f32(name(tensor_names::kQBias));
+            for (const char *part : {tensor_names::kKBias, tensor_names::kVBias}) {
+                std::vector<float> b = wp.get_f32(name(part));
+                bias.insert(bias.end(), b.begin(), b.end());
+            }
+            L.qkv_bias = vector_buffer(bias);
+        }
+        if (arch_.qk_norm) {
+            L.q_norm = vector_buffer(wp.get_f32(name(tensor_names::kQNorm)));
+            L.k_norm = vector_buffer(wp.get_f32(name(tensor_names::kKNorm)));
+        }
+        if (arch_.post_attention_norm)
+            L.post_attention_norm = vector_buffer(wp.get_f32(name(tensor_names::kPostAttentionNorm)));
+        if (arch_.post_ffn_norm) L.post_ffn_norm = vector_buffer(wp.get_f32(name(tensor_names::kPostFFNNorm)));
         weights_.layers.push_back(L);
     }
 }

@@ -56,6 +56,14 @@ nb::dict config_dict(const Model &m) {
     d["rope_theta"] = c.rope_theta;
     d["norm_eps"] = c.norm_eps;
     d["tie_embeddings"] = m.arch().tie_embeddings;
+    d["rope_dim"] = c.rope_dim;
+    d["sliding_window"] = c.sliding_window;
+    nb::list sliding;
+    for (uint8_t s : c.layer_sliding) sliding.append(s != 0);
+    d["sliding_layers"] = sliding;
+    d["attn_logit_softcap"] = c.attn_logit_softcap;
+    d["final_logit_softcap"] = c.final_logit_softcap;
+    d["embedding_scale"] = c.embedding_scale;
     return d;
 }
 

@@ -36,7 +36,17 @@ const NameMap kLayerNames[] = {
     {"ffn_gate.weight", tensor_names::kGate},
     {"ffn_up.weight", tensor_names::kUp},
     {"ffn_down.weight", tensor_names::kDown},
+    {"attn_q.bias", tensor_names::kQBias},
+    {"attn_k.bias", tensor_names::kKBias},
+    {"attn_v.bias", tensor_names::kVBias},
+    {"attn_q_norm.weight", tensor_names::kQNorm},
+    {"attn_k_norm.weight", tensor_names::kKNorm},
+    {"post_attention_norm.weight", tensor_names::kPostAttentionNorm},
+    {"post_ffw_norm.weight", tensor_names::kPostFFNNorm},
+    {"attn_qkv.weight", tensor_names::kQKV},
 };
+// Phi-3 stores gate and up as one ffn_up of 2 * ffn rows (and no ffn_gate); split_fused_tensors
+// tells the two apart by shape.
 
 std::string canonical_name(const std::string &gguf_name) {
     for (const NameMap &m : kGlobalNames)
@@ -80,6 +90,7 @@ std::unique_ptr<WeightProvider> WeightProvider::open(const std::string &path) {
         if (!canonical.empty()) wp->tensors_.emplace(canonical, view_of(t));
     }
     wp->read_config();
+    wp->split_fused_tensors();
     wp->check_shapes();
     return wp;
 }
@@ -131,7 +142,7 @@ void WeightProvider::read_config() {
     ModelConfig &c = config_;
     c.architecture = f.get_string("general.architecture", "");
     if (c.architecture.empty()) throw ModelFormatError(f.path() + ": missing general.architecture");
-    arch_from_name(c.architecture);  // refuse unknown architectures before reading their keys
+    const ArchDescriptor arch = arch_from_name(c.architecture);  // refuse unknown ones before reading keys
     c.name = f.get_string("general.name", "");
     const std::string a = c.architecture + ".";
     auto need_u32 = [&](const std::string &key) -> uint32_t {
@@ -150,6 +161,38 @@ void WeightProvider::read_config() {
     c.max_seq_len = f.has(a + "context_length") ? need_u32(a + "context_length") : 2048;
     c.norm_eps = (float)f.get_float(a + "attention.layer_norm_rms_epsilon", 1e-5);
     c.rope_theta = (float)f.get_float(a + "rope.freq_base", 10000.0);
+
+    // Architecture extras: the file's keys win over the descriptor's defaults.
+    if (f.has(a + "attention.scale")) {
+        c.attention_scale = (float)f.get_float(a + "attention.scale", 0.0);
+    } else {
+        for (uint32_t layers : arch.query_scale_by_dim_per_head_layers)
+            if (c.n_layers == layers) c.attention_scale = 1.0f / std::sqrt((float)(c.dim / c.n_heads));
+    }
+    if (arch.embedding_scale_sqrt_dim) c.embedding_scale = std::sqrt((float)c.dim);
+    c.attn_logit_softcap = (float)f.get_float(a + "attn_logit_softcapping", arch.attn_logit_softcap);
+    c.final_logit_softcap = (float)f.get_float(a + "final_logit_softcapping", arch.final_logit_softcap);
+    if (!(c.attn_logit_softcap >= 0) || !(c.final_logit_softcap >= 0) || !(c.attention_scale >= 0))
+        throw ModelFormatError(f.path() + ": softcapping values and attention.scale must not be negative");
+    int64_t window = f.get_int(a + "attention.sliding_window", (int64_t)arch.sliding_window);
+    if (window < 0 || window > (int64_t)UINT32_MAX)
+        throw ModelFormatError(f.path() + ": attention.sliding_window must be a non-negative integer");
+    c.sliding_window = arch.sliding_window_ignored ? 0 : (uint32_t)window;
+    // The pattern is a period (uint32) or one flag per layer (bool array, true = sliding).
+    const GGUFValue *per_layer = f.find(a + "attention.sliding_window_pattern");
+    if (per_layer && per_layer->type == GGUFValueType::ARRAY) {
+        if (per_layer->ints.size() != c.n_layers)
+            throw ModelFormatError(f.path() + ": attention.sliding_window_pattern has " +
+                                   std::to_string(per_layer->ints.size()) + " flags for " +
+                                   std::to_string(c.n_layers) + " layers");
+        c.layer_sliding.assign(c.n_layers, 0);
+        for (uint32_t l = 0; l < c.n_layers; ++l) c.layer_sliding[l] = c.sliding_window && per_layer->ints[l] != 0;
+    } else {
+        int64_t pattern = f.get_int(a + "attention.sliding_window_pattern", (int64_t)arch.sliding_window_pattern);
+        if (pattern < 0 || pattern > 1024)
+            throw ModelFormatError(f.path() + ": attention.sliding_window_pattern must be a small non-negative integer");
+        c.layer_sliding = sliding_layers(c.n_layers, c.sliding_window, (uint32_t)pattern);
+    }
 
     const TensorView &emb = get(tensor_names::kTokenEmbedding);
     if (emb.dims.size() != 2) throw ModelFormatError(f.path() + ": token_embd.weight must be 2-D");
@@ -183,12 +226,64 @@ void WeightProvider::read_config() {
     } else if (scaling != "none" && !scaling.empty()) {
         throw UnsupportedError(f.path() + ": rope scaling type '" + scaling + "' is not supported");
     }
+    if (f.tensor("rope_factors_long.weight") || f.tensor("rope_factors_short.weight"))
+        throw UnsupportedError(f.path() + ": LongRoPE (rope_factors_long/short) is not supported");
+    // Local layers with their own base (Gemma 3) rotate with unscaled frequencies, as in llama.cpp.
+    bool any_sliding = false;
+    for (uint8_t s : c.layer_sliding) any_sliding |= s != 0;
+    if (any_sliding && arch.local_rope_theta > 0) {
+        const double base = f.get_float(a + "rope.freq_base_swa", arch.local_rope_theta);
+        if (!(base > 0)) throw ModelFormatError(f.path() + ": rope.freq_base_swa must be positive");
+        c.rope_inv_freq_local.resize(c.rope_dim / 2);
+        for (uint32_t i = 0; i < c.rope_dim / 2; ++i)
+            c.rope_inv_freq_local[i] = (float)std::pow(base, -2.0 * i / (double)c.rope_dim);
+    }
+}
+
+// Fused projections become row ranges of the file's tensor, so the rest of the engine sees the
+// usual Q/K/V and gate/up matrices (zero copy: a range of rows is a range of bytes).
+void WeightProvider::split_fused_tensors() {
+    const ModelConfig &c = config_;
+    auto split = [&](const std::string &fused, const std::vector<std::pair<std::string, uint32_t>> &parts) {
+        const TensorView t = get(fused);
+        uint64_t total = 0;
+        for (const auto &p : parts) total += p.second;
+        if (t.dims.size() != 2 || t.dims[1] != total || t.dims[0] == 0)
+            throw ModelFormatError(gguf_->path() + ": tensor '" + t.file_name + "' has shape " + dims_str(t.dims) +
+                                   ", expected [" + std::to_string(t.dims.empty() ? 0 : t.dims[0]) + ", " +
+                                   std::to_string(total) + "]");
+        const size_t row_bytes = t.n_bytes / total;
+        uint64_t row = 0;
+        for (const auto &p : parts) {
+            TensorView v = t;
+            v.dims = {t.dims[0], p.second};
+            v.data = t.data + row * row_bytes;
+            v.n_bytes = (size_t)p.second * row_bytes;
+            tensors_[p.first] = v;
+            row += p.second;
+        }
+        tensors_.erase(fused);
+    };
+    for (uint32_t l = 0; l < c.n_layers; ++l) {
+        auto L = [&](const char *s) { return tensor_names::layer((int)l, s); };
+        if (has(L(tensor_names::kQKV)))
+            split(L(tensor_names::kQKV), {{L(tensor_names::kQ), c.q_dim()},
+                                          {L(tensor_names::kK), c.kv_dim()},
+                                          {L(tensor_names::kV), c.kv_dim()}});
+        // No ffn_gate: ffn_up holds gate then up (Phi-3).
+        if (!has(L(tensor_names::kGate)) && has(L(tensor_names::kUp)) && get(L(tensor_names::kUp)).dims.size() == 2 &&
+            get(L(tensor_names::kUp)).dims[1] == 2ull * c.ffn_dim) {
+            tensors_[L(tensor_names::kGateUp)] = get(L(tensor_names::kUp));
+            split(L(tensor_names::kGateUp), {{L(tensor_names::kGate), c.ffn_dim}, {L(tensor_names::kUp), c.ffn_dim}});
+        }
+    }
 }
 
 // Every tensor the forward pass reads must have exactly the shape the config implies; otherwise a
 // kernel would read past the end of a weight.
 void WeightProvider::check_shapes() const {
     const ModelConfig &c = config_;
+    const ArchDescriptor arch = arch_from_name(c.architecture);
     auto expect = [&](const std::string &name, std::vector<uint64_t> dims) {
         const TensorView &t = get(name);
         if (t.dims != dims)
@@ -209,6 +304,17 @@ void WeightProvider::check_shapes() const {
         expect(L(tensor_names::kGate), {c.dim, c.ffn_dim});
         expect(L(tensor_names::kUp), {c.dim, c.ffn_dim});
         expect(L(tensor_names::kDown), {c.ffn_dim, c.dim});
+        if (arch.has_qkv_bias) {
+            expect(L(tensor_names::kQBias), {c.q_dim()});
+            expect(L(tensor_names::kKBias), {c.kv_dim()});
+            expect(L(tensor_names::kVBias), {c.kv_dim()});
+        }
+        if (arch.qk_norm) {
+            expect(L(tensor_names::kQNorm), {c.head_dim});
+            expect(L(tensor_names::kKNorm), {c.head_dim});
+        }
+        if (arch.post_attention_norm) expect(L(tensor_names::kPostAttentionNorm), {c.dim});
+        if (arch.post_ffn_norm) expect(L(tensor_names::kPostFFNNorm), {c.dim});
     }
 }
 

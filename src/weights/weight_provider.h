@@ -45,6 +45,7 @@ public:
 private:
     WeightProvider() = default;
     void read_config();
+    void split_fused_tensors();
     void check_shapes() const;
     std::string format_;
     std::unique_ptr<GGUFFile> gguf_;
@@ -68,6 +69,17 @@ constexpr const char *kFFNNorm = "ffn_norm";
 constexpr const char *kGate = "ffn.gate";
 constexpr const char *kUp = "ffn.up";
 constexpr const char *kDown = "ffn.down";
+// Present only in the architectures whose ArchDescriptor asks for them.
+constexpr const char *kQBias = "attention.q_bias";
+constexpr const char *kKBias = "attention.k_bias";
+constexpr const char *kVBias = "attention.v_bias";
+constexpr const char *kQNorm = "attention.q_norm";  // [head_dim], shared by every head
+constexpr const char *kKNorm = "attention.k_norm";
+constexpr const char *kPostAttentionNorm = "post_attention_norm";
+constexpr const char *kPostFFNNorm = "post_ffn_norm";
+// Fused tensors (Phi-3), split at open into kQ/kK/kV and kGate/kUp row ranges.
+constexpr const char *kQKV = "attention.qkv";
+constexpr const char *kGateUp = "ffn.gate_up";
 }  // namespace tensor_names
 
 }  // namespace akunu

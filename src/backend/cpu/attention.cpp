@@ -51,7 +51,8 @@ inline void axpy_f16(float *out, float w, const uint16_t *v, uint32_t n) {
 }  // namespace
 
 // Unit = (head, query row). Query row r sits at position + r and sees cache rows 0..position + r
-// (causal). Exact softmax in two passes over the scores.
+// (causal), or only the last `window` of them (sliding window). Exact softmax in two passes over
+// the scores, which are soft-capped first when the model says so.
 void attention_f16kv_kernel(const KernelArgs &a, int64_t begin, int64_t end) {
     const AttentionParams &p = params_of<AttentionParams>(a);
     const uint16_t *k_cache = reinterpret_cast<const uint16_t *>(a.buffers[1]);
@@ -61,21 +62,29 @@ void attention_f16kv_kernel(const KernelArgs &a, int64_t begin, int64_t end) {
     for (int64_t unit = begin; unit < end; ++unit) {
         const uint32_t h = (uint32_t)(unit % p.n_heads), r = (uint32_t)(unit / p.n_heads);
         const uint32_t n_ctx = std::min(p.position + r + 1, p.kv_len);
+        const uint32_t first = (p.window && n_ctx > p.window) ? n_ctx - p.window : 0;
         const float *q = reinterpret_cast<const float *>(a.buffers[0]) + (size_t)r * p.q_stride + h * p.head_dim;
         float *out = reinterpret_cast<float *>(a.buffers[3]) + (size_t)r * p.out_stride + h * p.head_dim;
         const size_t head_base = (size_t)(h / group) * p.max_seq * p.head_dim;
-        const uint16_t *K = k_cache + head_base, *V = v_cache + head_base;
+        const uint16_t *K = k_cache + head_base + (size_t)first * p.head_dim;
+        const uint16_t *V = v_cache + head_base + (size_t)first * p.head_dim;
+        const uint32_t n_keys = n_ctx - first;
 
-        if (scores.size() < n_ctx) scores.resize(n_ctx);
+        if (scores.size() < n_keys) scores.resize(n_keys);
         float max_score = -INFINITY;
-        for (uint32_t j = 0; j < n_ctx; ++j) {
+        for (uint32_t j = 0; j < n_keys; ++j) {
             scores[j] = dot_f32_f16(q, K + (size_t)j * p.head_dim, p.head_dim) * p.scale;
             max_score = std::max(max_score, scores[j]);
         }
-        const float denom = exp_shifted_sum(scores.data(), max_score, scores.data(), n_ctx);
+        if (p.softcap > 0.f) {  // tanh is monotonic: the capped maximum is the capped max_score
+            const float inv_cap = 1.0f / p.softcap;
+            for (uint32_t j = 0; j < n_keys; ++j) scores[j] = p.softcap * std::tanh(scores[j] * inv_cap);
+            max_score = p.softcap * std::tanh(max_score * inv_cap);
+        }
+        const float denom = exp_shifted_sum(scores.data(), max_score, scores.data(), n_keys);
         std::fill(out, out + p.head_dim, 0.f);
         const float inv = 1.0f / denom;
-        for (uint32_t j = 0; j < n_ctx; ++j) axpy_f16(out, scores[j] * inv, V + (size_t)j * p.head_dim, p.head_dim);
+        for (uint32_t j = 0; j < n_keys; ++j) axpy_f16(out, scores[j] * inv, V + (size_t)j * p.head_dim, p.head_dim);
     }
 }
 

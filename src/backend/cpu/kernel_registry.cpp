@@ -50,10 +50,15 @@ const KernelEntry kKernels[] = {
     {"gemm_iq4_xs", gemm_kernel<DType::IQ4_XS>},
     {"quantize_act_q16", act_quant_q16_kernel},
     {"rmsnorm_f32", rmsnorm_kernel},
+    {"rmsnorm_add_f32", rmsnorm_add_kernel},
+    {"head_rmsnorm_f32", head_rmsnorm_kernel},
+    {"bias_add_f32", bias_add_kernel},
+    {"softcap_f32", softcap_kernel},
     {"rope_interleaved_kv_write", rope_interleaved_kv_write_kernel},
     {"rope_neox_kv_write", rope_neox_kv_write_kernel},
     {"attention_f16kv", attention_f16kv_kernel},
     {"silu_mul_f32", silu_mul_kernel},
+    {"gelu_tanh_mul_f32", gelu_tanh_mul_kernel},
     {"argmax_f32", argmax_kernel},
 };
 }  // namespace

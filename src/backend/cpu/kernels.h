@@ -12,6 +12,11 @@ template <DType T> void embedding_r8_kernel(const KernelArgs &a, int64_t begin, 
 template <DType T> void gemm_r8_kernel(const KernelArgs &a, int64_t begin, int64_t end);       // gemm.cpp
 void act_quant_q16_kernel(const KernelArgs &a, int64_t begin, int64_t end);                  // act_quant.cpp
 void rmsnorm_kernel(const KernelArgs &a, int64_t begin, int64_t end);                        // norm.cpp
+void rmsnorm_add_kernel(const KernelArgs &a, int64_t begin, int64_t end);                    // norm.cpp
+void head_rmsnorm_kernel(const KernelArgs &a, int64_t begin, int64_t end);                   // norm.cpp
+void bias_add_kernel(const KernelArgs &a, int64_t begin, int64_t end);                       // bias.cpp
+void softcap_kernel(const KernelArgs &a, int64_t begin, int64_t end);                        // softcap.cpp
+void gelu_tanh_mul_kernel(const KernelArgs &a, int64_t begin, int64_t end);                  // activation.cpp
 void rope_interleaved_kv_write_kernel(const KernelArgs &a, int64_t begin, int64_t end);      // rope.cpp
 void rope_neox_kv_write_kernel(const KernelArgs &a, int64_t begin, int64_t end);             // rope.cpp
 void attention_f16kv_kernel(const KernelArgs &a, int64_t begin, int64_t end);                // attention.cpp

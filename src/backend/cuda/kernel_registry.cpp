@@ -30,10 +30,15 @@ const KernelEntry kKernels[] = {
     AKUNU_CUDA_KQUANT_FORMATS(AKUNU_ENTRIES)
 #undef AKUNU_ENTRIES
     {"rmsnorm_f32", launch_rmsnorm_f32},
+    {"rmsnorm_add_f32", launch_rmsnorm_add_f32},
+    {"head_rmsnorm_f32", launch_head_rmsnorm_f32},
+    {"bias_add_f32", launch_bias_add_f32},
+    {"softcap_f32", launch_softcap_f32},
     {"rope_interleaved_kv_write", launch_rope_interleaved_kv_write},
     {"rope_neox_kv_write", launch_rope_neox_kv_write},
     {"attention_f16kv", launch_attention_f16kv},
     {"silu_mul_f32", launch_silu_mul_f32},
+    {"gelu_tanh_mul_f32", launch_gelu_tanh_mul_f32},
     {"argmax_f32", launch_argmax_f32},
 };
 }  // namespace

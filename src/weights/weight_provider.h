@@ -1,6 +1,7 @@
 // WeightProvider: the one place that knows how a file names its tensors and hyper-parameters.
 // Everything above it asks for canonical names ("layers.3.attention.q") and a ModelConfig.
-// Today: GGUF (mmap, zero copy). SafeTensors/MLX plug in behind the same interface.
+// Formats: GGUF (mmap, zero copy) and Hugging Face SafeTensors / MLX checkpoints (HFCheckpoint,
+// read by the Python layer; see safetensors_source.h).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -14,6 +15,8 @@
 namespace akunu {
 
 class GGUFFile;
+class SafeTensorsSource;
+struct HFCheckpoint;
 
 struct TensorView {
     std::string file_name;          // the name inside the file, for error messages
@@ -27,11 +30,15 @@ class WeightProvider {
 public:
     // Opens the model file; throws ModelFormatError / UnsupportedError naming the problem.
     static std::unique_ptr<WeightProvider> open(const std::string &path);
+    // A Hugging Face checkpoint directory described by `checkpoint` (config already read).
+    static std::unique_ptr<WeightProvider> open_checkpoint(const HFCheckpoint &checkpoint);
     ~WeightProvider();
 
-    const std::string &format() const { return format_; }  // "gguf"
+    const std::string &format() const { return format_; }  // "gguf", "safetensors" or "mlx"
+    const std::string &path() const { return path_; }      // the file or checkpoint directory
     const ModelConfig &config() const { return config_; }
-    const GGUFFile &gguf() const { return *gguf_; }
+    bool has_gguf() const { return gguf_ != nullptr; }
+    const GGUFFile &gguf() const { return *gguf_; }  // only when has_gguf()
 
     bool has(const std::string &canonical) const;
     // Throws ModelFormatError if the tensor is missing.
@@ -47,7 +54,9 @@ private:
     void read_config();
     void check_shapes() const;
     std::string format_;
+    std::string path_;
     std::unique_ptr<GGUFFile> gguf_;
+    std::unique_ptr<SafeTensorsSource> safetensors_;
     ModelConfig config_;
     std::map<std::string, TensorView> tensors_;  // canonical name -> view
 };

@@ -99,7 +99,11 @@ void bind_checkpoint(nb::module_ &m) {
         .def_rw("path", &HFCheckpoint::path)
         .def_rw("format", &HFCheckpoint::format)
         .def_rw("config", &HFCheckpoint::config)
-        .def_rw("tensors", &HFCheckpoint::tensors)
+        // A copy, not views into the vector: assigning the list back reallocates it, which would
+        // leave element views dangling. Edit the copy and assign it back.
+        .def_prop_rw(
+            "tensors", [](const HFCheckpoint &c) { return c.tensors; },
+            [](HFCheckpoint &c, std::vector<CheckpointTensor> v) { c.tensors = std::move(v); })
         .def_rw("eog_ids", &HFCheckpoint::eog_ids);
 
     m.def(

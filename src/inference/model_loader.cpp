@@ -1,6 +1,7 @@
 // Load order (the book's, minus what the CPU does not need): device, weights and config,
 // architecture, chip config, tokenizer, weights onto the device, KV cache, scratch, decode table.
 #include <algorithm>
+#include <set>
 
 #include "core/errors.h"
 #include "core/table_builder.h"
@@ -129,6 +130,15 @@ void Model::upload_weights() {
         L.down = upload_matrix(dev, wp.get(name(tensor_names::kDown)), path);
         weights_.layers.push_back(L);
     }
+    // Tensors the loader converted in memory (MLX, reordered Q/K) are dead weight once a device
+    // has copied or repacked them; keep only those it reads in place.
+    std::set<const void *> aliased;
+    auto keep_if_aliased = [&](const WeightMatrix &w) { if (w.buffer.contents) aliased.insert(w.buffer.contents); };
+    keep_if_aliased(weights_.token_embedding);
+    keep_if_aliased(weights_.output);
+    for (const LayerWeights &L : weights_.layers)
+        for (const WeightMatrix *w : {&L.q, &L.k, &L.v, &L.o, &L.gate, &L.up, &L.down}) keep_if_aliased(*w);
+    provider_->release_host_copies(aliased);
 }
 
 Model::~Model() {

@@ -200,6 +200,19 @@ std::vector<TensorView> SafeTensorsSource::all_tensors() const {
     return out;
 }
 
+void SafeTensorsSource::release_unused(const std::set<const void *> &in_use) {
+    std::vector<AlignedBytes> kept;
+    for (AlignedBytes &b : owned_) {
+        if (in_use.count(b.data())) {
+            kept.push_back(std::move(b));
+            continue;
+        }
+        for (auto &kv : views_)
+            if (kv.second.data == b.data()) kv.second.data = nullptr;
+    }
+    owned_ = std::move(kept);
+}
+
 size_t SafeTensorsSource::converted_bytes() const {
     size_t n = 0;
     for (const AlignedBytes &b : owned_) n += b.size();

@@ -9,6 +9,7 @@
 // ModelFormatError / UnsupportedError naming the file and tensor.
 #pragma once
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,10 @@ public:
     // Every tensor as loaded, for `akunu inspect` (converted tensors show their new dtype).
     std::vector<TensorView> all_tensors() const;
     size_t converted_bytes() const;  // memory the loader had to allocate (not mapped)
+    // Frees the loader's own buffers that the device did not alias (it copied or repacked them):
+    // `in_use` holds the host pointers still read through. Views of freed tensors keep their
+    // name, dtype and shape but lose their data pointer.
+    void release_unused(const std::set<const void *> &in_use);
 
 private:
     SafeTensorsSource() = default;

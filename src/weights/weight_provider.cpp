@@ -99,6 +99,12 @@ std::unique_ptr<WeightProvider> WeightProvider::open_checkpoint(const HFCheckpoi
     return wp;
 }
 
+void WeightProvider::release_host_copies(const std::set<const void *> &in_use) {
+    if (!safetensors_) return;
+    safetensors_->release_unused(in_use);
+    tensors_ = safetensors_->tensors();
+}
+
 bool WeightProvider::has(const std::string &canonical) const { return tensors_.count(canonical) != 0; }
 
 const TensorView &WeightProvider::get(const std::string &canonical) const {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,9 @@ public:
 
     // Every tensor of the file, for `akunu inspect`.
     std::vector<TensorView> all_tensors() const;
+    // After upload: frees tensors the loader built in memory (converted / reordered checkpoint
+    // tensors) unless their host pointer is in `in_use` (aliased by the device). GGUF: nothing.
+    void release_host_copies(const std::set<const void *> &in_use);
 
 private:
     WeightProvider() = default;

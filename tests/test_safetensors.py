@@ -211,3 +211,56 @@ def test_hf_tokenizer_matches_gguf_tokenizer(vocab, tmp_path, akunu_mod):
         hf.decode([hf.vocab_size])
     with pytest.raises(ValueError):
         hf.token_to_piece(-1)
+
+
+# ------------------------------------------------------------------ config spellings
+
+
+def _edited_copy(src, dst, edit):
+    shutil.copytree(src, dst)
+    cfg = json.loads((dst / "config.json").read_text())
+    edit(cfg)
+    (dst / "config.json").write_text(json.dumps(cfg))
+    return dst
+
+
+def test_older_rope_spelling_reads_the_same(checkpoint, tmp_path, tokens, akunu_mod):
+    """transformers < 5 wrote rope_theta + rope_scaling ({"rope_type"| "type": ...}) instead of
+    rope_parameters: the same model either way."""
+    path, _ = checkpoint("f16_tied_llama3")
+
+    def old_style(cfg):
+        rope = cfg.pop("rope_parameters")
+        cfg["rope_theta"] = rope.pop("rope_theta")
+        rope["type"] = rope.pop("rope_type")
+        cfg["rope_scaling"] = rope
+    old = _edited_copy(path, tmp_path / "old", old_style)
+    np.testing.assert_array_equal(akunu_mod.Model(str(old)).logits(tokens[:48]),
+                                  akunu_mod.Model(str(path)).logits(tokens[:48]))
+
+
+def test_linear_rope_scaling_matches_transformers(checkpoint, tmp_path, tokens, akunu_mod):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    path, _ = checkpoint("bf16_untied")
+    lin = _edited_copy(path, tmp_path / "linear", lambda c: c.update(
+        rope_parameters={"rope_type": "linear", "factor": 4.0, "rope_theta": 10000.0}))
+    ref = gm.hf_logits(AutoModelForCausalLM.from_pretrained(str(lin), dtype=torch.float32).eval(), tokens)
+    c = gm.compare_logits(ref, akunu_mod.Model(str(lin)).logits(tokens))
+    assert c["agree"] >= MIN_AGREE and c["kl_mean"] <= MAX_KL, c
+    plain = akunu_mod.Model(str(path)).logits(tokens)  # the scaling changes the model
+    assert not np.allclose(plain, ref, atol=1e-2)
+
+
+def test_mistral_sliding_window(checkpoint, tmp_path, akunu_mod):
+    """model_type mistral runs Llama's graph; full attention equals the sliding window only inside
+    the window, so the context is capped at it and a longer one is refused."""
+    path, _ = checkpoint("f32_untied")
+    mis = _edited_copy(path, tmp_path / "mistral", lambda c: c.update(model_type="mistral", sliding_window=256))
+    m = akunu_mod.Model(str(mis))
+    assert m.config["trained_context_length"] == 256 and m.context_length == 256
+    ids = m.tokenizer.encode("Hello there", add_special=True)
+    np.testing.assert_array_equal(m.logits(ids), akunu_mod.Model(str(path)).logits(ids))
+    with pytest.raises(akunu_mod.UnsupportedError, match="sliding window"):
+        akunu_mod.Model(str(mis), context_length=512)

@@ -186,6 +186,7 @@ def test_hf_tokenizer_matches_gguf_tokenizer(vocab, tmp_path, akunu_mod):
 
     hc.export_tokenizer(tmp_path, gm.reference_tokenizer(gm.TOKENIZER_DIR, vocab), chat_template=None)
     hf = HFTokenizer.from_dir(tmp_path)
+    assert HFTokenizer.from_file(tmp_path / "tokenizer.json").encode(gm.VARIED_TEXT) == hf.encode(gm.VARIED_TEXT)
     gg = akunu_mod.Tokenizer.from_file(str(gm.TOKENIZER_DIR / vocab))
     assert hf.vocab_size == gg.vocab_size and len(hf) == len(gg)
     assert (hf.bos_id, hf.eos_id) == (gg.bos_id, gg.eos_id), ((hf.bos_id, hf.eos_id), (gg.bos_id, gg.eos_id))

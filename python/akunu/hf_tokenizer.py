@@ -165,6 +165,16 @@ class HFTokenizer:
                    _read_json(os.path.join(path, "config.json")),
                    _read_json(os.path.join(path, "generation_config.json")))
 
+    @classmethod
+    def from_file(cls, path: str | os.PathLike) -> "HFTokenizer":
+        """A tokenizer.json file (the JSON files beside it supply special tokens), or a directory."""
+        path = os.fspath(path)
+        if os.path.isdir(path):
+            return cls.from_dir(path)
+        d = os.path.dirname(path)
+        return cls(path, _read_json(os.path.join(d, "tokenizer_config.json")), _read_json(os.path.join(d, "config.json")),
+                   _read_json(os.path.join(d, "generation_config.json")))
+
     # --- ids -----------------------------------------------------------------------------
 
     def _check(self, i) -> int:

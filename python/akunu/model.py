@@ -69,8 +69,9 @@ class Model(_core.Model):
                         token: str | bool | None = None, **load_kwargs) -> "Model":
         """Load a model from the Hugging Face Hub (or its local cache when offline).
 
-        GGUF repositories: `filename` picks the file; without it the repository's only .gguf, or a
-        sensible default quantization (Q4_K_M, Q4_1, Q8_0, ...) when there are several.
+        GGUF repositories: `filename` picks the file; without it the repository's only .gguf, or the
+        first of akunu.hub.DEFAULT_GGUF_PREFERENCE (Q4_1, Q4_0, Q8_0, F16, ...) when there are
+        several (ValueError listing the files when none fits).
         SafeTensors/MLX repositories: config, tokenizer and weights are downloaded.
         Works offline from the cache with HF_HUB_OFFLINE=1 or local_files_only=True.
         load_kwargs go to Model(): backend, context_length, threads.

@@ -349,3 +349,30 @@ def test_engine_checks_permutation_heads(table, akunu_mod):
     table.tensors = [q if t.canonical == q.canonical else t for t in tensors]
     with pytest.raises(akunu_mod.ModelFormatError, match="heads"):
         _load_core(akunu_mod, table)
+
+
+def test_engine_reorders_vectors_too(bases, tmp_path, akunu_mod):
+    """permute_heads on a vector (a future Q/K bias) reorders its elements like matrix rows: a
+    table asking to reorder input_layernorm computes what a checkpoint with that norm stored
+    reordered computes."""
+    import numpy as np
+    from akunu.hf_checkpoint import read_checkpoint
+
+    table = read_checkpoint(bases["single"]).checkpoint
+    tensors = table.tensors
+    norm = next(t for t in tensors if t.canonical == "layers.0.attention_norm")
+    norm.permute_heads = 2
+    table.tensors = tensors
+    reordered = _load_core(akunu_mod, table)
+
+    d = tmp_path / "pre"
+    shutil.copytree(bases["single"], d)
+    header, payload = hc.read_raw(d / "model.safetensors")
+    b, e = header["model.layers.0.input_layernorm.weight"]["data_offsets"]
+    w = np.frombuffer(payload[b:e], dtype="<f4")
+    payload = payload[:b] + gm.permute_qk(w, 2).astype("<f4").tobytes() + payload[e:]
+    hc.write_raw(d / "model.safetensors", header, payload)
+    ids = [1, 450, 301, 18919, 1709, 1589, 29892, 2]
+    stored = akunu_mod.Model(str(d))
+    np.testing.assert_array_equal(reordered.logits(ids), stored.logits(ids))
+    assert not np.array_equal(stored.logits(ids), akunu_mod.Model(str(bases["single"])).logits(ids))

@@ -32,8 +32,9 @@ struct CheckpointTensor {
     uint32_t group_size = 0;
     CheckpointSlice scales;
     CheckpointSlice biases;
-    // > 0: the rows are in HF's rotate-half order; reorder each of this many heads into the
-    // interleaved (adjacent pairs) order the RoPE kernel expects. 0: keep the order.
+    // > 0: the rows (for a vector, its elements) are in HF's rotate-half order; reorder each of
+    // this many heads into the interleaved (adjacent pairs) order the RoPE kernel expects.
+    // 0: keep the order.
     uint32_t permute_heads = 0;
 };
 

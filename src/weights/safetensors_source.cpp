@@ -121,12 +121,13 @@ TensorView SafeTensorsSource::plain_tensor(const CheckpointTensor &t) {
     const uint8_t *data = locate(s);
     const uint64_t rows = s.shape.size() == 2 ? s.shape[0] : 0;
     const uint64_t cols = s.shape.back();
-    if (t.permute_heads) {
-        if (!rows || rows % (2ull * t.permute_heads) != 0)
+    if (t.permute_heads) {  // a matrix's rows, or a vector's elements (a projection's bias)
+        const uint64_t units = s.shape[0];
+        if (units % (2ull * t.permute_heads) != 0)
             throw ModelFormatError(where(s) + " has shape " + shape_str(s.shape) + ", which does not split into " +
                                    std::to_string(t.permute_heads) + " heads of rotation pairs");
         AlignedBytes out(s.n_bytes);
-        rotate_half_to_interleaved(data, out.data(), rows, s.n_bytes / rows, t.permute_heads);
+        rotate_half_to_interleaved(data, out.data(), units, s.n_bytes / units, t.permute_heads);
         return owned_view(t, type->dtype, std::move(out), rows, cols);
     }
     if (reinterpret_cast<uintptr_t>(data) % 32 != 0) {  // SafeTensors aligns to the element only

@@ -115,6 +115,7 @@ const TensorView &WeightProvider::get(const std::string &canonical) const {
 
 std::vector<float> WeightProvider::get_f32(const std::string &canonical) const {
     const TensorView &t = get(canonical);
+    if (!t.data) throw AkunuError(path_ + ": tensor '" + t.file_name + "' was released after upload");
     size_t n = 1;
     for (uint64_t d : t.dims) n *= (size_t)d;
     std::vector<float> out(n);

@@ -146,6 +146,9 @@ void bind_model(nb::module_ &m) {
             if (!tok) return nb::none();
             return make_py_tokenizer(std::const_pointer_cast<akunu::Tokenizer>(tok));
         })
+        .def_prop_ro("loader_owned_bytes", [](PyModel &s) { return s.get()->weights().owned_bytes(); },
+                     "Weight bytes the loader keeps in its own memory (converted or reordered checkpoint "
+                     "tensors the device reads in place); the rest is mapped from the files or on the device.")
         .def_prop_ro("format", [](PyModel &s) { return s.get()->weights().format(); },
                      "Where the weights came from: \"gguf\", \"safetensors\" or \"mlx\".")
         .def_prop_ro("chat_template", [](PyModel &s) { return s.get()->chat_template(); })

@@ -1,5 +1,5 @@
 // An owned, 64-byte aligned byte buffer for tensors the loader has to build (permuted rows,
-// converted MLX matrices, unaligned SafeTensors data): kernels get the same alignment as GGUF's.
+// converted MLX matrices, SafeTensors data not aligned to its element size).
 #pragma once
 #include <cstddef>
 #include <cstdint>

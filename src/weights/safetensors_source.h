@@ -4,7 +4,8 @@
 //   - Q/K projections: rows reordered from HF's rotate-half layout to interleaved pairs (the
 //     GGUF layout), so the hot path keeps its one RoPE kernel;
 //   - MLX-quantized matrices: converted by convert_mlx_matrix (Q4_1, or dequantized);
-//   - data whose offset is not 32-byte aligned (kernels get GGUF's alignment guarantee).
+//   - data not aligned to its element size (a float read must not straddle; SafeTensors itself
+//     only pads its header to 8 bytes, so 32-byte alignment cannot be asked for).
 // Every offset, size, dtype and shape is checked against the real files first; problems throw
 // ModelFormatError / UnsupportedError naming the file and tensor.
 #pragma once

@@ -105,6 +105,8 @@ void WeightProvider::release_host_copies(const std::set<const void *> &in_use) {
     tensors_ = safetensors_->tensors();
 }
 
+size_t WeightProvider::owned_bytes() const { return safetensors_ ? safetensors_->converted_bytes() : 0; }
+
 bool WeightProvider::has(const std::string &canonical) const { return tensors_.count(canonical) != 0; }
 
 const TensorView &WeightProvider::get(const std::string &canonical) const {

@@ -52,6 +52,8 @@ public:
     // After upload: frees tensors the loader built in memory (converted / reordered checkpoint
     // tensors) unless their host pointer is in `in_use` (aliased by the device). GGUF: nothing.
     void release_host_copies(const std::set<const void *> &in_use);
+    // Bytes of weights held in the loader's own memory rather than mapped from the files.
+    size_t owned_bytes() const;
 
 private:
     WeightProvider() = default;

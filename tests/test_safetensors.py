@@ -9,7 +9,6 @@ mean KL <= 1e-3 over >= 256 tokens of varied text.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 
 import numpy as np

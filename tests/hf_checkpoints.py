@@ -72,14 +72,14 @@ TORCH_DTYPES = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
 
 
 def save_checkpoint(spec: gm.TinySpec, out_dir: Path, tokenizer_dir: Path, dtype: str = "F32",
-                    max_shard_size: str | None = None):
-    """Save a random tiny Llama as a Hugging Face checkpoint; returns (dir, the float32 reference
-    model holding exactly the stored weights)."""
+                    max_shard_size: str | None = None, vocab: int | None = None):
+    """Save a random tiny Llama as a Hugging Face checkpoint (`vocab`: embedding rows, default the
+    tokenizer's); returns (dir, the float32 reference model holding exactly the stored weights)."""
     import torch
     from transformers import AutoModelForCausalLM
 
     out_dir = Path(out_dir)
-    model = gm.make_hf_model(spec, vocab_size())
+    model = gm.make_hf_model(spec, vocab or vocab_size())
     stored = model.to(getattr(torch, TORCH_DTYPES[dtype]))
     kwargs = {"safe_serialization": True}
     if max_shard_size:

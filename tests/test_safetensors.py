@@ -267,3 +267,20 @@ def test_mistral_sliding_window(checkpoint, tmp_path, akunu_mod):
     np.testing.assert_array_equal(m.logits(ids), akunu_mod.Model(str(path)).logits(ids))
     with pytest.raises(akunu_mod.UnsupportedError, match="sliding window"):
         akunu_mod.Model(str(mis), context_length=512)
+
+
+def test_embedding_padded_past_the_tokenizer(tokenizer_dir, tmp_path, akunu_mod):
+    """Checkpoints often pad the embedding past tokenizer.json's last id: the model loads, the
+    padded ids are valid and decode to nothing (a stream never raises on them)."""
+    spec = gm.TinySpec("st_padded", hidden=64, head_dim=16, n_layers=1, ffn=128, seed=15)
+    path, ref = hc.save_checkpoint(spec, tmp_path / "padded", tokenizer_dir, vocab=32064)
+    m = akunu_mod.Model(str(path))
+    tok = m.tokenizer
+    assert m.config["vocab_size"] == tok.vocab_size == 32064
+    assert tok.token_to_piece(32050) == b"" and not tok.is_control(32050) and tok.token_text(32050) == ""
+    assert tok.decode([450, 32050, 301]) == tok.decode([450, 301])
+    ids = tok.encode("The lighthouse", add_special=True)
+    c = gm.compare_logits(gm.hf_logits(ref, ids), m.logits(ids))
+    assert c["agree"] == 1.0 and c["kl_mean"] <= MAX_KL, c
+    with pytest.raises(ValueError):
+        tok.token_to_piece(32064)

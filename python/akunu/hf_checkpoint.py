@@ -309,6 +309,7 @@ def read_checkpoint(path: str | os.PathLike) -> LoadedCheckpoint:
     if tokenizer.vocab_size > c.vocab_size:
         raise ModelFormatError(f"{path}: tokenizer.json has {tokenizer.vocab_size} tokens but the embedding only "
                                f"{c.vocab_size} rows")
+    tokenizer.pad_vocab(c.vocab_size)
     ckpt = _core.HFCheckpoint()
     ckpt.path = path
     ckpt.format = "mlx" if any(t.bits for t in tensors) else "safetensors"

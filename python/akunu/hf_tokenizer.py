@@ -175,6 +175,13 @@ class HFTokenizer:
         return cls(path, _read_json(os.path.join(d, "tokenizer_config.json")), _read_json(os.path.join(d, "config.json")),
                    _read_json(os.path.join(d, "generation_config.json")))
 
+    def pad_vocab(self, n: int) -> None:
+        """Accept ids up to `n` (the model's embedding rows): checkpoints often pad the embedding
+        past tokenizer.json's last id; such ids decode to nothing instead of raising."""
+        if n > self._size:
+            self._text += [""] * (n - self._size)
+            self._size = n
+
     # --- ids -----------------------------------------------------------------------------
 
     def _check(self, i) -> int:

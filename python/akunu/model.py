@@ -8,6 +8,7 @@ import threading
 from typing import Iterable, Iterator, Sequence
 
 from . import _core
+from ._core import UnsupportedError
 from .chat_template import render_chat
 from .stop import StopMatcher
 
@@ -15,9 +16,12 @@ _BACKENDS = ("auto", "cpu", "cuda", "metal")
 
 
 class Model(_core.Model):
-    """A GGUF model ready to generate text.
+    """A model ready to generate text.
 
     Model(path, backend="auto", context_length=None, threads=None)
+
+    - path: a GGUF file, or a Hugging Face checkpoint directory (config.json, *.safetensors,
+      tokenizer.json; MLX-quantized checkpoints too). Model.from_pretrained(repo_id) downloads one.
 
     - backend: "auto" (the best available), "cpu", "cuda" or "metal".
     - context_length: tokens the KV cache holds (default: the model's, capped at 4096).
@@ -35,14 +39,61 @@ class Model(_core.Model):
             raise ValueError(f"threads must be a positive integer, got {threads!r}")
         if not os.path.exists(path):
             raise FileNotFoundError(f"model file not found: {path}")
-        if os.path.isdir(path):
-            raise IsADirectoryError(f"expected a GGUF file, got a directory: {path}")
-        super().__init__(path, backend, context_length or 0, threads or 0)
+        if os.path.isdir(path):  # a Hugging Face checkpoint: its tokenizer runs in Python
+            from .hf_checkpoint import read_checkpoint
+
+            if not os.path.isfile(os.path.join(path, "config.json")):
+                raise IsADirectoryError(f"{path} is a directory without config.json: expected a GGUF file or a "
+                                        "Hugging Face checkpoint directory (config.json, *.safetensors, tokenizer.json)")
+
+            loaded = read_checkpoint(path)
+            limit = loaded.checkpoint.config.max_seq_len
+            if loaded.sliding_window and context_length and context_length > limit:
+                raise UnsupportedError(f"{path}: context_length {context_length} exceeds the model's sliding window "
+                                       f"of {loaded.sliding_window} tokens, which akunu does not implement")
+            super().__init__(loaded.checkpoint, backend, context_length or 0, threads or 0)
+            self._hf_tokenizer = loaded.tokenizer
+            self._hf_chat_template = loaded.chat_template
+        else:
+            super().__init__(path, backend, context_length or 0, threads or 0)
+            self._hf_tokenizer = None
         self.path = path
         # One generation session at a time per model: generate()/chat() hold this lock for their
         # whole run, so threads sharing a model take turns; a stream notices if it was superseded.
         self._session_lock = threading.RLock()
         self._session = None
+
+    @classmethod
+    def from_pretrained(cls, repo_id: str, filename: str | None = None, *, revision: str | None = None,
+                        cache_dir: str | os.PathLike | None = None, local_files_only: bool | None = None,
+                        token: str | bool | None = None, **load_kwargs) -> "Model":
+        """Load a model from the Hugging Face Hub (or its local cache when offline).
+
+        GGUF repositories: `filename` picks the file; without it the repository's only .gguf, or the
+        first of akunu.hub.DEFAULT_GGUF_PREFERENCE (Q4_1, Q4_0, Q8_0, F16, ...) when there are
+        several (ValueError listing the files when none fits).
+        SafeTensors/MLX repositories: config, tokenizer and weights are downloaded.
+        Works offline from the cache with HF_HUB_OFFLINE=1 or local_files_only=True.
+        load_kwargs go to Model(): backend, context_length, threads.
+        """
+        from .hub import resolve_pretrained
+
+        path = resolve_pretrained(repo_id, filename, revision=revision, cache_dir=cache_dir,
+                                  local_files_only=local_files_only, token=token)
+        return cls(path, **load_kwargs)
+
+    @property
+    def tokenizer(self):
+        """The model's tokenizer: the GGUF's (akunu.Tokenizer) or tokenizer.json's (akunu.HFTokenizer)."""
+        hf = self.__dict__.get("_hf_tokenizer")
+        return hf if hf is not None else _core.Model.tokenizer.__get__(self)
+
+    @property
+    def chat_template(self) -> str:
+        """The chat template (Jinja2) the model ships with, "" if none."""
+        if self.__dict__.get("_hf_tokenizer") is not None:
+            return self._hf_chat_template
+        return _core.Model.chat_template.__get__(self)
 
     def __repr__(self) -> str:
         c = self.config

@@ -61,7 +61,7 @@ std::vector<int32_t> Model::decode_sampled_chunk(int n) {
         input = sample_next(gen_.history);
         out.push_back(input);
         gen_.history.push_back(input);
-        if (tokenizer_->is_eog(input)) break;
+        if (is_eog(input)) break;
     }
     return out;
 }
@@ -78,7 +78,7 @@ std::vector<int32_t> Model::next_tokens() {
     if (gen_.first_pending) {
         gen_.first_pending = false;
         int32_t t = gen_.next_input;
-        if (tokenizer_->is_eog(t)) {
+        if (is_eog(t)) {
             finish("stop");
             return out;
         }
@@ -101,7 +101,7 @@ std::vector<int32_t> Model::next_tokens() {
     stats_.decode_ms += ms_since(t0);
     stats_.decode_steps += (int)produced.size();
     for (int32_t t : produced) {
-        if (tokenizer_->is_eog(t)) {
+        if (is_eog(t)) {
             finish("stop");
             break;
         }

@@ -12,7 +12,10 @@ namespace akunu {
 
 ModelContext Model::context() const { return ModelContext{*device_, config_, arch_, chip_, weights_, kv_, scratch_}; }
 
-std::string Model::chat_template() const { return provider_->gguf().get_string("tokenizer.chat_template", ""); }
+// Hugging Face checkpoints keep theirs in tokenizer_config.json, which the Python layer reads.
+std::string Model::chat_template() const {
+    return provider_->has_gguf() ? provider_->gguf().get_string("tokenizer.chat_template", "") : "";
+}
 
 void Model::reset() {
     kv_.reset();

@@ -20,6 +20,7 @@
 #include "core/table_builder.h"
 #include "inference/sampler.h"
 #include "tokenizer/tokenizer.h"
+#include "weights/hf_checkpoint.h"
 #include "weights/weight_provider.h"
 
 namespace akunu {
@@ -43,7 +44,9 @@ struct GenerationStats {
 
 class Model {
 public:
-    static std::unique_ptr<Model> load(const std::string &path, const LoadOptions &options);
+    static std::unique_ptr<Model> load(const std::string &path, const LoadOptions &options);  // GGUF
+    // A Hugging Face SafeTensors / MLX checkpoint read by the Python layer; no tokenizer.
+    static std::unique_ptr<Model> load(const HFCheckpoint &checkpoint, const LoadOptions &options);
     ~Model();
 
     const ModelConfig &config() const { return config_; }
@@ -51,6 +54,7 @@ public:
     const ChipConfig &chip() const { return chip_; }
     const Device &device() const { return *device_; }
     const WeightProvider &weights() const { return *provider_; }
+    // The GGUF's tokenizer; null for Hugging Face checkpoints (their tokenizer runs in Python).
     std::shared_ptr<const Tokenizer> tokenizer() const { return tokenizer_; }
     const DispatchTable &decode_table() const { return decode_table_; }
     int table_builds() const { return table_builds_; }
@@ -87,7 +91,9 @@ public:
 
 private:
     Model() = default;
+    void finish_load(const LoadOptions &options);  // everything after the weights are open
     void upload_weights();
+    bool is_eog(int32_t id) const;  // the tokenizer's, or the checkpoint's end-of-generation ids
     ModelContext context() const;
     void check_tokens(const std::vector<int32_t> &tokens) const;
     void check_room(int n_new) const;
@@ -103,6 +109,7 @@ private:
     std::unique_ptr<Device> device_;
     std::unique_ptr<WeightProvider> provider_;
     std::shared_ptr<const Tokenizer> tokenizer_;
+    std::vector<bool> eog_;  // per token id, when there is no tokenizer
     ModelConfig config_;
     ArchDescriptor arch_;
     ChipConfig chip_;

@@ -1,6 +1,7 @@
 // Load order (the book's, minus what the CPU does not need): device, weights and config,
 // architecture, chip config, tokenizer, weights onto the device, KV cache, scratch, decode table.
 #include <algorithm>
+#include <set>
 
 #include "core/errors.h"
 #include "core/table_builder.h"
@@ -9,21 +10,49 @@
 
 namespace akunu {
 
-std::unique_ptr<Model> Model::load(const std::string &path, const LoadOptions &options) {
+namespace {
+void check_options(const LoadOptions &options) {
     if (options.context_length < 0)
         throw std::invalid_argument("context_length must be positive, got " + std::to_string(options.context_length));
+}
+}  // namespace
+
+std::unique_ptr<Model> Model::load(const std::string &path, const LoadOptions &options) {
+    check_options(options);
     std::unique_ptr<Model> m(new Model());
     m->device_ = create_device(options.backend, options.threads);
     m->provider_ = WeightProvider::open(path);
+    m->finish_load(options);
+    return m;
+}
+
+// A Hugging Face checkpoint: no tokenizer in the engine (Python runs tokenizer.json), only the
+// end-of-generation ids that stop a generation.
+std::unique_ptr<Model> Model::load(const HFCheckpoint &checkpoint, const LoadOptions &options) {
+    check_options(options);
+    std::unique_ptr<Model> m(new Model());
+    m->device_ = create_device(options.backend, options.threads);
+    m->provider_ = WeightProvider::open_checkpoint(checkpoint);
+    m->eog_.assign(checkpoint.config.vocab_size, false);
+    for (int32_t id : checkpoint.eog_ids) m->eog_[(size_t)id] = true;  // ids validated by open_checkpoint
+    m->finish_load(options);
+    return m;
+}
+
+void Model::finish_load(const LoadOptions &options) {
+    Model *m = this;  // the steps read as they did when they lived in load()
+    const std::string &path = provider_->path();
     m->config_ = m->provider_->config();
     m->arch_ = arch_from_name(m->config_.architecture);
     m->arch_.tie_embeddings = !m->provider_->has(tensor_names::kOutput);
     m->chip_ = m->device_->chip_config();
     if (m->config_.head_dim > 1024) throw UnsupportedError(path + ": head_dim above 1024 is not supported");
-    m->tokenizer_ = Tokenizer::from_gguf(m->provider_->gguf());
-    if (m->tokenizer_->vocab_size() > m->config_.vocab_size)
-        throw ModelFormatError(path + ": tokenizer has " + std::to_string(m->tokenizer_->vocab_size()) +
-                               " tokens but the embedding only " + std::to_string(m->config_.vocab_size) + " rows");
+    if (m->provider_->has_gguf()) {
+        m->tokenizer_ = Tokenizer::from_gguf(m->provider_->gguf());
+        if (m->tokenizer_->vocab_size() > m->config_.vocab_size)
+            throw ModelFormatError(path + ": tokenizer has " + std::to_string(m->tokenizer_->vocab_size()) +
+                                   " tokens but the embedding only " + std::to_string(m->config_.vocab_size) + " rows");
+    }
     m->upload_weights();
 
     int context = options.context_length > 0 ? options.context_length
@@ -48,7 +77,11 @@ std::unique_ptr<Model> Model::load(const std::string &path, const LoadOptions &o
     m->decode_table_ = build_dispatch_table(m->context());
     m->table_builds_ = 1;
     m->logits_row_.resize(m->config_.vocab_size);
-    return m;
+}
+
+bool Model::is_eog(int32_t id) const {
+    if (tokenizer_) return tokenizer_->is_eog(id);
+    return id >= 0 && (size_t)id < eog_.size() && eog_[(size_t)id];
 }
 
 namespace {
@@ -72,7 +105,7 @@ WeightMatrix upload_matrix(Device &device, const TensorView &t, const std::strin
 void Model::upload_weights() {
     Device &dev = *device_;
     const WeightProvider &wp = *provider_;
-    const std::string &path = wp.gguf().path();
+    const std::string &path = wp.path();
     auto vector_buffer = [&](const std::vector<float> &v) {
         Buffer b = dev.allocate(v.size() * sizeof(float));
         dev.write_buffer(b, v.data(), v.size() * sizeof(float));
@@ -113,6 +146,15 @@ void Model::upload_weights() {
         if (arch_.post_ffn_norm) L.post_ffn_norm = vector_buffer(wp.get_f32(name(tensor_names::kPostFFNNorm)));
         weights_.layers.push_back(L);
     }
+    // Tensors the loader converted in memory (MLX, reordered Q/K) are dead weight once a device
+    // has copied or repacked them; keep only those it reads in place.
+    std::set<const void *> aliased;
+    auto keep_if_aliased = [&](const WeightMatrix &w) { if (w.buffer.contents) aliased.insert(w.buffer.contents); };
+    keep_if_aliased(weights_.token_embedding);
+    keep_if_aliased(weights_.output);
+    for (const LayerWeights &L : weights_.layers)
+        for (const WeightMatrix *w : {&L.q, &L.k, &L.v, &L.o, &L.gate, &L.up, &L.down}) keep_if_aliased(*w);
+    provider_->release_host_copies(aliased);
 }
 
 Model::~Model() {

@@ -12,6 +12,7 @@
 #include "core/dispatch_table.h"
 #include "inference/model.h"
 #include "python/bind_tokenizer.h"
+#include "weights/hf_checkpoint.h"
 
 namespace nb = nanobind;
 using akunu::Model;
@@ -124,6 +125,19 @@ void bind_model(nb::module_ &m) {
             nb::arg("path"), nb::arg("backend") = "auto", nb::arg("context_length") = 0, nb::arg("threads") = 0,
             nb::call_guard<nb::gil_scoped_release>())
         .def(
+            "__init__",
+            [](PyModel *self, const akunu::HFCheckpoint &checkpoint, const std::string &backend, int context_length,
+               int threads) {
+                akunu::LoadOptions opt;
+                opt.backend = backend;
+                opt.context_length = context_length;
+                opt.threads = threads;
+                new (self) PyModel{Model::load(checkpoint, opt)};
+            },
+            nb::arg("checkpoint"), nb::arg("backend") = "auto", nb::arg("context_length") = 0, nb::arg("threads") = 0,
+            nb::call_guard<nb::gil_scoped_release>(),
+            "Load a Hugging Face checkpoint described by an HFCheckpoint (see akunu.hf_checkpoint).")
+        .def(
             "close",
             [](PyModel &s) {
                 std::lock_guard<std::recursive_mutex> lock(s.mutex);
@@ -135,7 +149,16 @@ void bind_model(nb::module_ &m) {
         .def_prop_ro("device_name", [](PyModel &s) { return s.get()->device().name(); })
         .def_prop_ro("context_length", [](PyModel &s) { return s.get()->context_length(); })
         .def_prop_ro("position", [](PyModel &s) { return s.get()->position(); }, "Tokens in the KV cache.")
-        .def_prop_ro("tokenizer", [](PyModel &s) { return make_py_tokenizer(std::const_pointer_cast<akunu::Tokenizer>(s.get()->tokenizer())); })
+        .def_prop_ro("tokenizer", [](PyModel &s) -> nb::object {
+            auto tok = s.get()->tokenizer();  // null for Hugging Face checkpoints: Python supplies one
+            if (!tok) return nb::none();
+            return make_py_tokenizer(std::const_pointer_cast<akunu::Tokenizer>(tok));
+        })
+        .def_prop_ro("loader_owned_bytes", [](PyModel &s) { return s.get()->weights().owned_bytes(); },
+                     "Weight bytes the loader keeps in its own memory (converted or reordered checkpoint "
+                     "tensors the device reads in place); the rest is mapped from the files or on the device.")
+        .def_prop_ro("format", [](PyModel &s) { return s.get()->weights().format(); },
+                     "Where the weights came from: \"gguf\", \"safetensors\" or \"mlx\".")
         .def_prop_ro("chat_template", [](PyModel &s) { return s.get()->chat_template(); })
         .def_prop_ro("dispatch_table", [](PyModel &s) { return table_list(s.get()->decode_table()); },
                      "The decode dispatch table: one dict (label, kernel, patch, units) per command.")

@@ -6,6 +6,7 @@ namespace nb = nanobind;
 void bind_errors(nb::module_ &m);
 void bind_tokenizer(nb::module_ &m);
 void bind_model(nb::module_ &m);
+void bind_checkpoint(nb::module_ &m);
 void bind_kernels(nb::module_ &m);
 void bind_cuda(nb::module_ &m);
 void bind_bench(nb::module_ &m);
@@ -14,6 +15,7 @@ NB_MODULE(_core, m) {
     m.doc() = "akunu native core: models, tokenizers and the dispatch-table engine";
     bind_errors(m);
     bind_tokenizer(m);
+    bind_checkpoint(m);  // before bind_model: Model's constructor takes an HFCheckpoint
     bind_model(m);
     bind_cuda(m);
     bind_kernels(m);  // low-level kernel entry points for tests and microbenchmarks

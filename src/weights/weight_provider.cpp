@@ -8,6 +8,8 @@
 #include "core/errors.h"
 #include "core/half.h"
 #include "weights/gguf_file.h"
+#include "weights/hf_checkpoint.h"
+#include "weights/safetensors_source.h"
 
 namespace akunu {
 
@@ -84,6 +86,7 @@ WeightProvider::~WeightProvider() = default;
 std::unique_ptr<WeightProvider> WeightProvider::open(const std::string &path) {
     std::unique_ptr<WeightProvider> wp(new WeightProvider());
     wp->format_ = "gguf";
+    wp->path_ = path;
     wp->gguf_ = GGUFFile::open(path);
     for (const GGUFTensor &t : wp->gguf_->tensors()) {
         std::string canonical = canonical_name(t.name);
@@ -95,16 +98,37 @@ std::unique_ptr<WeightProvider> WeightProvider::open(const std::string &path) {
     return wp;
 }
 
+std::unique_ptr<WeightProvider> WeightProvider::open_checkpoint(const HFCheckpoint &checkpoint) {
+    validate_checkpoint_config(checkpoint);
+    std::unique_ptr<WeightProvider> wp(new WeightProvider());
+    wp->format_ = checkpoint.format;
+    wp->path_ = checkpoint.path;
+    wp->config_ = checkpoint.config;
+    wp->safetensors_ = SafeTensorsSource::open(checkpoint);
+    wp->tensors_ = wp->safetensors_->tensors();
+    wp->check_shapes();
+    return wp;
+}
+
+void WeightProvider::release_host_copies(const std::set<const void *> &in_use) {
+    if (!safetensors_) return;
+    safetensors_->release_unused(in_use);
+    tensors_ = safetensors_->tensors();
+}
+
+size_t WeightProvider::owned_bytes() const { return safetensors_ ? safetensors_->converted_bytes() : 0; }
+
 bool WeightProvider::has(const std::string &canonical) const { return tensors_.count(canonical) != 0; }
 
 const TensorView &WeightProvider::get(const std::string &canonical) const {
     auto it = tensors_.find(canonical);
     if (it != tensors_.end()) return it->second;
-    throw ModelFormatError(gguf_->path() + ": missing tensor '" + canonical + "'");
+    throw ModelFormatError(path_ + ": missing tensor '" + canonical + "'");
 }
 
 std::vector<float> WeightProvider::get_f32(const std::string &canonical) const {
     const TensorView &t = get(canonical);
+    if (!t.data) throw AkunuError(path_ + ": tensor '" + t.file_name + "' was released after upload");
     size_t n = 1;
     for (uint64_t d : t.dims) n *= (size_t)d;
     std::vector<float> out(n);
@@ -125,13 +149,14 @@ std::vector<float> WeightProvider::get_f32(const std::string &canonical) const {
             }
             break;
         default:
-            throw UnsupportedError(gguf_->path() + ": tensor '" + t.file_name + "' has dtype " +
+            throw UnsupportedError(path_ + ": tensor '" + t.file_name + "' has dtype " +
                                    dtype_name(t.dtype) + "; expected F32, F16 or BF16 for a vector");
     }
     return out;
 }
 
 std::vector<TensorView> WeightProvider::all_tensors() const {
+    if (safetensors_) return safetensors_->all_tensors();
     std::vector<TensorView> out;
     for (const GGUFTensor &t : gguf_->tensors()) out.push_back(view_of(t));
     return out;
@@ -287,7 +312,7 @@ void WeightProvider::check_shapes() const {
     auto expect = [&](const std::string &name, std::vector<uint64_t> dims) {
         const TensorView &t = get(name);
         if (t.dims != dims)
-            throw ModelFormatError(gguf_->path() + ": tensor '" + t.file_name + "' has shape " + dims_str(t.dims) +
+            throw ModelFormatError(path_ + ": tensor '" + t.file_name + "' has shape " + dims_str(t.dims) +
                                    ", expected " + dims_str(dims));
     };
     expect(tensor_names::kTokenEmbedding, {c.dim, c.vocab_size});

@@ -1,10 +1,12 @@
 // WeightProvider: the one place that knows how a file names its tensors and hyper-parameters.
 // Everything above it asks for canonical names ("layers.3.attention.q") and a ModelConfig.
-// Today: GGUF (mmap, zero copy). SafeTensors/MLX plug in behind the same interface.
+// Formats: GGUF (mmap, zero copy) and Hugging Face SafeTensors / MLX checkpoints (HFCheckpoint,
+// read by the Python layer; see safetensors_source.h).
 #pragma once
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -14,6 +16,8 @@
 namespace akunu {
 
 class GGUFFile;
+class SafeTensorsSource;
+struct HFCheckpoint;
 
 struct TensorView {
     std::string file_name;          // the name inside the file, for error messages
@@ -27,11 +31,15 @@ class WeightProvider {
 public:
     // Opens the model file; throws ModelFormatError / UnsupportedError naming the problem.
     static std::unique_ptr<WeightProvider> open(const std::string &path);
+    // A Hugging Face checkpoint directory described by `checkpoint` (config already read).
+    static std::unique_ptr<WeightProvider> open_checkpoint(const HFCheckpoint &checkpoint);
     ~WeightProvider();
 
-    const std::string &format() const { return format_; }  // "gguf"
+    const std::string &format() const { return format_; }  // "gguf", "safetensors" or "mlx"
+    const std::string &path() const { return path_; }      // the file or checkpoint directory
     const ModelConfig &config() const { return config_; }
-    const GGUFFile &gguf() const { return *gguf_; }
+    bool has_gguf() const { return gguf_ != nullptr; }
+    const GGUFFile &gguf() const { return *gguf_; }  // only when has_gguf()
 
     bool has(const std::string &canonical) const;
     // Throws ModelFormatError if the tensor is missing.
@@ -41,6 +49,11 @@ public:
 
     // Every tensor of the file, for `akunu inspect`.
     std::vector<TensorView> all_tensors() const;
+    // After upload: frees tensors the loader built in memory (converted / reordered checkpoint
+    // tensors) unless their host pointer is in `in_use` (aliased by the device). GGUF: nothing.
+    void release_host_copies(const std::set<const void *> &in_use);
+    // Bytes of weights held in the loader's own memory rather than mapped from the files.
+    size_t owned_bytes() const;
 
 private:
     WeightProvider() = default;
@@ -48,7 +61,9 @@ private:
     void split_fused_tensors();
     void check_shapes() const;
     std::string format_;
+    std::string path_;
     std::unique_ptr<GGUFFile> gguf_;
+    std::unique_ptr<SafeTensorsSource> safetensors_;
     ModelConfig config_;
     std::map<std::string, TensorView> tensors_;  // canonical name -> view
 };

@@ -39,18 +39,23 @@ PROMPTS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def pair(gguf_dir):
-    """name -> (cpu Model, cuda Model) of the same tiny GGUF."""
+def cpu_cuda_pairs(build):
+    """name -> (cpu Model, cuda Model) of the model file build(name) writes; each built once."""
     cache = {}
 
     def get(name):
         if name not in cache:
-            path, _ = gm.build_tiny_gguf(SPECS[name], gguf_dir)
+            path = build(name)
             cache[name] = (akunu.Model(str(path), backend="cpu"), akunu.Model(str(path), backend="cuda"))
         return cache[name]
 
     return get
+
+
+@pytest.fixture(scope="module")
+def pair(gguf_dir):
+    """Llama GGUFs of gguf_models.SPECS (plus the Q4_1/BF16 ones above)."""
+    return cpu_cuda_pairs(lambda name: gm.build_tiny_gguf(SPECS[name], gguf_dir)[0])
 
 
 def _tokens(model, n=300):
@@ -179,15 +184,8 @@ def test_group_scaled_embedding_matches_gguf(name):
 
 @pytest.fixture(scope="module")
 def kq_pair(gguf_dir):
-    cache = {}
-
-    def get(name):
-        if name not in cache:
-            path, _ = kq.build_case_gguf(kq.CASES[name], gguf_dir)
-            cache[name] = (akunu.Model(str(path), backend="cpu"), akunu.Model(str(path), backend="cuda"))
-        return cache[name]
-
-    return get
+    """GGUFs of gguf_kquants.CASES (group-scaled and mixed dtypes)."""
+    return cpu_cuda_pairs(lambda name: kq.build_case_gguf(kq.CASES[name], gguf_dir)[0])
 
 
 @pytest.mark.parametrize("name", list(kq.CASES))
@@ -212,16 +210,8 @@ def test_group_scaled_greedy_matches_cpu(name, kq_pair):
 
 @pytest.fixture(scope="module")
 def arch_pair(gguf_dir):
-    """name in gguf_models.ARCH_SPECS -> (cpu Model, cuda Model) of the same tiny GGUF."""
-    cache = {}
-
-    def get(name):
-        if name not in cache:
-            path, _ = gm.build_arch_gguf(gm.ARCH_SPECS[name], gguf_dir)
-            cache[name] = (akunu.Model(str(path), backend="cpu"), akunu.Model(str(path), backend="cuda"))
-        return cache[name]
-
-    return get
+    """GGUFs of gguf_models.ARCH_SPECS (the other architectures)."""
+    return cpu_cuda_pairs(lambda name: gm.build_arch_gguf(gm.ARCH_SPECS[name], gguf_dir)[0])
 
 
 @pytest.mark.parametrize("name", list(gm.ARCH_SPECS))

@@ -9,14 +9,10 @@
 // the mapping before anything is allocated, and all size arithmetic is overflow-checked.
 #include "weights/gguf_file.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstring>
 #include <limits>
+
+#include "weights/mapped_file.h"
 
 namespace akunu {
 
@@ -111,10 +107,6 @@ std::string quoted(const std::string &name) {
 }
 
 bool is_power_of_two(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
-
-std::string system_error(const std::string &path, const char *what) {
-    return path + ": " + what + ": " + std::strerror(errno);
-}
 
 }  // namespace
 
@@ -439,43 +431,12 @@ std::unique_ptr<GGUFFile> GGUFFile::open(const std::string &path) {
     std::unique_ptr<GGUFFile> file(new GGUFFile());
     file->path_ = path;
     file->alignment_ = kDefaultAlignment;
-
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw GGUFError(system_error(path, "cannot open"));
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        std::string msg = system_error(path, "cannot stat");
-        ::close(fd);
-        throw GGUFError(msg);
-    }
-    if (S_ISDIR(st.st_mode) || !S_ISREG(st.st_mode)) {
-        ::close(fd);
-        throw GGUFError(path + (S_ISDIR(st.st_mode) ? ": is a directory, not a GGUF file"
-                                                    : ": not a regular file"));
-    }
-    if (st.st_size == 0) {
-        ::close(fd);
-        throw GGUFError(path + ": empty file (0 bytes), not a GGUF file");
-    }
-    auto size = static_cast<uint64_t>(st.st_size);
-    if (size > std::numeric_limits<size_t>::max()) {
-        ::close(fd);
-        throw GGUFError(path + ": file too large to map on this platform");
-    }
-    void *map = mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_PRIVATE, fd, 0);
-    std::string map_error = map == MAP_FAILED ? system_error(path, "cannot mmap") : "";
-    ::close(fd);  // the mapping keeps the file alive
-    if (map == MAP_FAILED) throw GGUFError(map_error);
-    file->map_ = map;  // from here the destructor unmaps, also when parsing throws
-    file->map_size_ = static_cast<size_t>(size);
-
-    GGUFParser(*file, static_cast<const uint8_t *>(map), size).parse();
+    file->mapping_ = MappedFile::open(path, "GGUF file");
+    GGUFParser(*file, file->mapping_->data(), file->mapping_->size()).parse();
     return file;
 }
 
-GGUFFile::~GGUFFile() {
-    if (map_) munmap(map_, map_size_);
-}
+GGUFFile::~GGUFFile() = default;
 
 const GGUFValue *GGUFFile::find(const std::string &key) const {
     auto it = metadata_.find(key);

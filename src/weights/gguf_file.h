@@ -13,6 +13,8 @@
 
 namespace akunu {
 
+class MappedFile;
+
 // Thrown for anything wrong with the file itself: the message names the file and the problem.
 // Unknown tensor type codes throw UnsupportedError instead (the file may be fine, we are not).
 using GGUFError = ModelFormatError;
@@ -82,8 +84,7 @@ private:
     std::map<std::string, GGUFValue> metadata_;
     std::vector<GGUFTensor> tensors_;
     std::map<std::string, size_t> tensor_index_;
-    void *map_ = nullptr;
-    size_t map_size_ = 0;
+    std::unique_ptr<MappedFile> mapping_;
     friend struct GGUFParser;
 };
 

@@ -16,7 +16,7 @@ namespace {
 std::string os_error(const std::string &path, const char *what) { return path + ": " + what + ": " + std::strerror(errno); }
 }  // namespace
 
-std::unique_ptr<MappedFile> MappedFile::open(const std::string &path) {
+std::unique_ptr<MappedFile> MappedFile::open(const std::string &path, const std::string &kind) {
     std::unique_ptr<MappedFile> f(new MappedFile());
     f->path_ = path;
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -29,11 +29,11 @@ std::unique_ptr<MappedFile> MappedFile::open(const std::string &path) {
     }
     if (!S_ISREG(st.st_mode)) {
         ::close(fd);
-        throw ModelFormatError(path + ": not a regular file");
+        throw ModelFormatError(path + (S_ISDIR(st.st_mode) ? ": is a directory, not a " + kind : ": not a regular file"));
     }
     if (st.st_size == 0) {
         ::close(fd);
-        throw ModelFormatError(path + ": empty file (0 bytes)");
+        throw ModelFormatError(path + ": empty file (0 bytes), not a " + kind);
     }
     if ((uint64_t)st.st_size > std::numeric_limits<size_t>::max()) {
         ::close(fd);

@@ -1,5 +1,5 @@
-// A whole file mapped read-only (the SafeTensors shards). The mapping lives as long as the
-// object; views handed out by the loader point into it, so the model keeps it alive.
+// A whole file mapped read-only (a GGUF file, the SafeTensors shards). The mapping lives as long
+// as the object; views handed out by the loader point into it, so the model keeps it alive.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -10,8 +10,9 @@ namespace akunu {
 
 class MappedFile {
 public:
-    // Throws ModelFormatError naming the file: missing, not a regular file, empty, unmappable.
-    static std::unique_ptr<MappedFile> open(const std::string &path);
+    // Throws ModelFormatError naming the file: missing, a directory or not a regular file, empty,
+    // unmappable. `kind` ("GGUF file") completes the messages: "...: empty file (0 bytes), not a GGUF file".
+    static std::unique_ptr<MappedFile> open(const std::string &path, const std::string &kind = "model file");
     ~MappedFile();
     MappedFile(const MappedFile &) = delete;
     MappedFile &operator=(const MappedFile &) = delete;

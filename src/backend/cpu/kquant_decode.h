@@ -146,7 +146,8 @@ template <> struct Format<DType::IQ4_NL> {
 };
 
 // ---- 256-element superblocks ----
-// Each format: factors(p, o) writes scale / min; decode(p, o) = factors + all quants. With AVX2,
+// Each format: factors(p, o) writes scale / min; decode(p, o) = factors + all quants
+// (decode_superblock). With AVX2,
 // quants(p, sink) hands the int8 quants of block j (elements 32 j ..) to sink(j, vector) in
 // registers: the GEMM dots them, or widens them once for many activation rows, without first
 // storing the int8 copy.
@@ -176,6 +177,17 @@ template <class Sink> inline void k_nibble_blocks(const uint8_t *qs, Sink &&sink
 }
 #endif
 
+// decode(p, o) of a superblock format F: factors, then every quant (F::quants through registers
+// with AVX2, else F::quants_scalar, the plain reading of the layout).
+template <class F> inline void decode_superblock(const uint8_t *p, Decoded<QK_K> &o) {
+    F::factors(p, o);
+#if defined(AKUNU_CPU_AVX2)
+    store_quants<F>(p, o);
+#else
+    F::quants_scalar(p, o.q);
+#endif
+}
+
 inline void decode_2bit_scalar(const uint8_t *qs, int8_t *q) {
     for (int h = 0; h < 2; ++h)
         for (int s = 0; s < 4; ++s)
@@ -201,14 +213,8 @@ template <> struct Format<DType::Q2_K> {
 #if defined(AKUNU_CPU_AVX2)
     template <class Sink> static void quants(const uint8_t *p, Sink &&sink) { two_bit_blocks(p + 16, sink); }
 #endif
-    static void decode(const uint8_t *p, Dec &o) {
-        factors(p, o);
-#if defined(AKUNU_CPU_AVX2)
-        store_quants<Format>(p, o);
-#else
-        decode_2bit_scalar(p + 16, o.q);
-#endif
-    }
+    static void quants_scalar(const uint8_t *p, int8_t *q) { decode_2bit_scalar(p + 16, q); }
+    static void decode(const uint8_t *p, Dec &o) { decode_superblock<Format>(p, o); }
 };
 
 template <> struct Format<DType::Q3_K> {
@@ -250,16 +256,12 @@ template <> struct Format<DType::Q3_K> {
         });
     }
 #endif
-    static void decode(const uint8_t *p, Dec &o) {
-        factors(p, o);
-#if defined(AKUNU_CPU_AVX2)
-        store_quants<Format>(p, o);
-#else
+    static void quants_scalar(const uint8_t *p, int8_t *q) {
         const uint8_t *hmask = p;
-        decode_2bit_scalar(p + 32, o.q);
-        for (int e = 0; e < QK_K; ++e) o.q[e] = (int8_t)(o.q[e] - (((hmask[e % 32] >> (e / 32)) & 1) ? 0 : 4));
-#endif
+        decode_2bit_scalar(p + 32, q);
+        for (int e = 0; e < QK_K; ++e) q[e] = (int8_t)(q[e] - (((hmask[e % 32] >> (e / 32)) & 1) ? 0 : 4));
     }
+    static void decode(const uint8_t *p, Dec &o) { decode_superblock<Format>(p, o); }
 };
 
 // Q4_K / Q5_K factors: 6-bit scale and min per 32-element group.
@@ -301,14 +303,8 @@ template <> struct Format<DType::Q4_K> {
 #if defined(AKUNU_CPU_AVX2)
     template <class Sink> static void quants(const uint8_t *p, Sink &&sink) { k_nibble_blocks(p + 16, sink); }
 #endif
-    static void decode(const uint8_t *p, Dec &o) {
-        factors(p, o);
-#if defined(AKUNU_CPU_AVX2)
-        store_quants<Format>(p, o);
-#else
-        decode_k_nibbles_scalar(p + 16, o.q);
-#endif
-    }
+    static void quants_scalar(const uint8_t *p, int8_t *q) { decode_k_nibbles_scalar(p + 16, q); }
+    static void decode(const uint8_t *p, Dec &o) { decode_superblock<Format>(p, o); }
 };
 
 template <> struct Format<DType::Q5_K> {
@@ -325,16 +321,12 @@ template <> struct Format<DType::Q5_K> {
         });
     }
 #endif
-    static void decode(const uint8_t *p, Dec &o) {
-        factors(p, o);
-#if defined(AKUNU_CPU_AVX2)
-        store_quants<Format>(p, o);
-#else
+    static void quants_scalar(const uint8_t *p, int8_t *q) {
         const uint8_t *qh = p + 16;
-        decode_k_nibbles_scalar(p + 48, o.q);
-        for (int e = 0; e < QK_K; ++e) o.q[e] = (int8_t)(o.q[e] | ((qh[e % 32] >> (e / 32)) & 1) << 4);
-#endif
+        decode_k_nibbles_scalar(p + 48, q);
+        for (int e = 0; e < QK_K; ++e) q[e] = (int8_t)(q[e] | ((qh[e % 32] >> (e / 32)) & 1) << 4);
     }
+    static void decode(const uint8_t *p, Dec &o) { decode_superblock<Format>(p, o); }
 };
 
 template <> struct Format<DType::Q6_K> {
@@ -370,20 +362,16 @@ template <> struct Format<DType::Q6_K> {
         }
     }
 #endif
-    static void decode(const uint8_t *p, Dec &o) {
-        factors(p, o);
-#if defined(AKUNU_CPU_AVX2)
-        store_quants<Format>(p, o);
-#else
+    static void quants_scalar(const uint8_t *p, int8_t *q) {
         const BlockQ6_K *b = reinterpret_cast<const BlockQ6_K *>(p);
         for (int e = 0; e < QK_K; ++e) {
             const int h = e / 128, r = e % 128;
             const int lo = (b->ql[64 * h + r % 64] >> (4 * (r / 64))) & 15;
             const int hi = (b->qh[32 * h + r % 32] >> (2 * (r / 32))) & 3;
-            o.q[e] = (int8_t)((lo | hi << 4) - 32);
+            q[e] = (int8_t)((lo | hi << 4) - 32);
         }
-#endif
     }
+    static void decode(const uint8_t *p, Dec &o) { decode_superblock<Format>(p, o); }
 };
 
 template <> struct Format<DType::IQ4_XS> {
@@ -423,18 +411,14 @@ template <> struct Format<DType::IQ4_XS> {
         }
     }
 #endif
-    static void decode(const uint8_t *p, Dec &o) {
-        factors(p, o);
-#if defined(AKUNU_CPU_AVX2)
-        store_quants<Format>(p, o);
-#else
+    static void quants_scalar(const uint8_t *p, int8_t *q) {
         for (int j = 0; j < 8; ++j)
             for (int l = 0; l < 16; ++l) {
-                o.q[32 * j + l] = kIQ4Values[p[8 + 16 * j + l] & 15];
-                o.q[32 * j + 16 + l] = kIQ4Values[p[8 + 16 * j + l] >> 4];
+                q[32 * j + l] = kIQ4Values[p[8 + 16 * j + l] & 15];
+                q[32 * j + 16 + l] = kIQ4Values[p[8 + 16 * j + l] >> 4];
             }
-#endif
     }
+    static void decode(const uint8_t *p, Dec &o) { decode_superblock<Format>(p, o); }
 };
 
 }  // namespace akunu::cpu::kquant

@@ -16,6 +16,7 @@
 
 #include "backend/cpu/kquant_decode.h"
 #include "backend/cpu/simd_config.h"
+#include "backend/cpu/tile_table.h"
 
 namespace akunu::cpu {
 
@@ -264,20 +265,14 @@ template <DType T, int RN, int RM> constexpr TileFn pick_tile() {
 #endif
 }
 
-template <DType T> struct TileTable {
-    TileFn fn[kMaxN][kMaxM];
-    template <int RN, int RM> constexpr void fill() {
-        fn[RN - 1][RM - 1] = pick_tile<T, RN, RM>();
-        if constexpr (RM > 1) fill<RN, RM - 1>();
-        else if constexpr (RN > 1) fill<RN - 1, kMaxM>();
-    }
-    constexpr TileTable() : fn{} { fill<kMaxN, kMaxM>(); }
+template <DType T> struct PickTile {
+    template <int RN, int RM> static constexpr TileFn at() { return pick_tile<T, RN, RM>(); }
 };
 
 // Same chunking as quant_kernels.cpp's gemm_rows_typed: ~256 KiB of weight rows stay in L2 while
 // ~256 KiB of activation rows sweep past them.
 template <DType T> void gemm_rows_kquant(const GemmArgs &a, int64_t n_begin, int64_t n_end) {
-    static constexpr TileTable<T> table{};
+    static constexpr TileTable<TileFn, kMaxN, kMaxM, PickTile<T>> table{};
     const int64_t tile_n = a.M <= kSmallM ? kSmallTileN : kTileN, tile_m = a.M <= kSmallM ? kSmallM : kTileM;
     constexpr size_t kChunkBytes = 256 * 1024;
     const int64_t n_chunk = std::max<int64_t>(tile_n, (int64_t)(kChunkBytes / std::max<size_t>(a.w_row_bytes, 1)) / tile_n * tile_n);

@@ -15,33 +15,23 @@ inline float rms_inverse(const float *x, uint32_t n, float eps) {
     return 1.0f / std::sqrt(sum / (float)n + eps);
 }
 
+// Unit = one row: y = x / sqrt(mean(x^2) + eps) * w, or y += ... (a post-norm feeding the residual).
+template <bool kAccumulate> void rmsnorm_rows(const KernelArgs &a, int64_t begin, int64_t end) {
+    const RMSNormParams &p = params_of<RMSNormParams>(a);
+    const float *w = reinterpret_cast<const float *>(a.buffers[1]);
+    for (int64_t r = begin; r < end; ++r) {
+        const float *x = reinterpret_cast<const float *>(a.buffers[0]) + (size_t)r * p.x_stride;
+        float *y = reinterpret_cast<float *>(a.buffers[2]) + (size_t)r * p.out_stride;
+        const float inv = rms_inverse(x, p.dim, p.eps);
+#pragma omp simd
+        for (uint32_t i = 0; i < p.dim; ++i) y[i] = (kAccumulate ? y[i] : 0.f) + x[i] * inv * w[i];
+    }
+}
+
 }  // namespace
 
-// Unit = one row: y = x / sqrt(mean(x^2) + eps) * w.
-void rmsnorm_kernel(const KernelArgs &a, int64_t begin, int64_t end) {
-    const RMSNormParams &p = params_of<RMSNormParams>(a);
-    const float *w = reinterpret_cast<const float *>(a.buffers[1]);
-    for (int64_t r = begin; r < end; ++r) {
-        const float *x = reinterpret_cast<const float *>(a.buffers[0]) + (size_t)r * p.x_stride;
-        float *y = reinterpret_cast<float *>(a.buffers[2]) + (size_t)r * p.out_stride;
-        const float inv = rms_inverse(x, p.dim, p.eps);
-#pragma omp simd
-        for (uint32_t i = 0; i < p.dim; ++i) y[i] = x[i] * inv * w[i];
-    }
-}
-
-// Unit = one row: y += x / sqrt(mean(x^2) + eps) * w (a post-norm feeding the residual).
-void rmsnorm_add_kernel(const KernelArgs &a, int64_t begin, int64_t end) {
-    const RMSNormParams &p = params_of<RMSNormParams>(a);
-    const float *w = reinterpret_cast<const float *>(a.buffers[1]);
-    for (int64_t r = begin; r < end; ++r) {
-        const float *x = reinterpret_cast<const float *>(a.buffers[0]) + (size_t)r * p.x_stride;
-        float *y = reinterpret_cast<float *>(a.buffers[2]) + (size_t)r * p.out_stride;
-        const float inv = rms_inverse(x, p.dim, p.eps);
-#pragma omp simd
-        for (uint32_t i = 0; i < p.dim; ++i) y[i] += x[i] * inv * w[i];
-    }
-}
+void rmsnorm_kernel(const KernelArgs &a, int64_t begin, int64_t end) { rmsnorm_rows<false>(a, begin, end); }
+void rmsnorm_add_kernel(const KernelArgs &a, int64_t begin, int64_t end) { rmsnorm_rows<true>(a, begin, end); }
 
 // Unit = one token row: RMSNorm over each Q head (weight q_w) and each K head (weight k_w), in place.
 void head_rmsnorm_kernel(const KernelArgs &a, int64_t begin, int64_t end) {

@@ -21,6 +21,7 @@
 
 #include "backend/cpu/kquant_kernels.h"
 #include "backend/cpu/simd_config.h"
+#include "backend/cpu/tile_table.h"
 
 namespace akunu::cpu {
 
@@ -708,20 +709,14 @@ template <DType T, int RN, int RM> constexpr TileFn pick_tile() {
 #endif
 }
 
-// Table of tile kernels for every edge shape (rn, rm) in [1, N] x [1, M] (TileBounds<T>).
-template <DType T> struct TileTable {
-    static constexpr int N = TileBounds<T>::N, M = TileBounds<T>::M;
-    TileFn fn[N][M];
-    template <int RN, int RM> constexpr void fill() {
-        fn[RN - 1][RM - 1] = pick_tile<T, RN, RM>();
-        if constexpr (RM > 1) fill<RN, RM - 1>();
-        else if constexpr (RN > 1) fill<RN - 1, M>();
-    }
-    constexpr TileTable() : fn{} { fill<N, M>(); }
+// Tile kernels for every edge shape (rn, rm) in [1, N] x [1, M] (TileBounds<T>).
+template <DType T> struct PickTile {
+    template <int RN, int RM> static constexpr TileFn at() { return pick_tile<T, RN, RM>(); }
 };
+template <DType T> using TypedTileTable = TileTable<TileFn, TileBounds<T>::N, TileBounds<T>::M, PickTile<T>>;
 
 template <DType T> void gemm_rows_typed(const GemmArgs &a, int64_t n_begin, int64_t n_end) {
-    static constexpr TileTable<T> table{};
+    static constexpr TypedTileTable<T> table{};
     int64_t tile_n = kTileN, tile_m = kTileM;
     if constexpr (is_quant_type<T>()) {
         if (a.M <= kQSmallM) {

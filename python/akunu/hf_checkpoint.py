@@ -8,7 +8,7 @@ quantized `weight`.
 
 Python parses the JSON (config, SafeTensors headers, index) and checks it; the engine maps the
 files, re-checks every offset against the real file sizes and converts what must be converted
-(docs/adr/0004-safetensors-json-in-python.md). What differs between architectures is data in
+(docs/adr/0005-safetensors-json-in-python.md). What differs between architectures is data in
 hf_architectures.py; the SafeTensors headers are read by safetensors_index.py.
 """
 

@@ -68,3 +68,13 @@ def llama_spm_tokenizer_ref():
     from gguf_models import TOKENIZER_DIR, VOCAB_GGUF, reference_tokenizer
 
     return reference_tokenizer(TOKENIZER_DIR, VOCAB_GGUF.name)
+
+
+@pytest.fixture(scope="session")
+def varied_ids(llama_spm_tokenizer_ref):
+    """256-320 teacher-forcing tokens of gguf_models.VARIED_TEXT in the llama-spm vocabulary."""
+    from gguf_models import varied_tokens
+
+    ids = varied_tokens(llama_spm_tokenizer_ref)
+    assert len(ids) >= 256
+    return ids

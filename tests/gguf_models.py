@@ -452,6 +452,28 @@ def compare_logits(ref: np.ndarray, got: np.ndarray) -> dict:
     }
 
 
+# The bar every comparison with a reference must clear (the issues' acceptance criterion).
+MIN_AGREE = 0.99
+MAX_KL = 1e-3
+
+
+def meets_bar(c: dict) -> bool:
+    """Whether a compare_logits result clears the bar."""
+    return c["agree"] >= MIN_AGREE and c["kl_mean"] <= MAX_KL
+
+
+def criterion(ref: np.ndarray, got: np.ndarray) -> tuple[bool, dict]:
+    """(clears the bar, compare_logits result)."""
+    c = compare_logits(ref, got)
+    return meets_bar(c), c
+
+
+def describe(c: dict) -> str:
+    """A compare_logits result against the bar, for assertion messages."""
+    return (f"argmax agreement {c['agree']:.4f} (need >= {MIN_AGREE}), mean KL {c['kl_mean']:.3e} "
+            f"(need <= {MAX_KL}), max KL {c['kl_max']:.3e}, max |dlogit| {c['max_abs']:.3e}, n={c['n']}")
+
+
 # --------------------------------------------------------------------------------------
 # text
 # --------------------------------------------------------------------------------------

@@ -18,26 +18,13 @@ import pytest
 
 import gguf_models as gm
 
-MIN_AGREE = 0.99
-MAX_KL = 1e-3
 CASES = list(gm.ARCH_SPECS)
 
 
-def _criterion(ref: np.ndarray, got: np.ndarray) -> tuple[bool, dict]:
-    c = gm.compare_logits(ref, got)
-    return (c["agree"] >= MIN_AGREE and c["kl_mean"] <= MAX_KL), c
-
-
-def _fmt(c: dict) -> str:
-    return (f"argmax agreement {c['agree']:.4f} (need >= {MIN_AGREE}), mean KL {c['kl_mean']:.3e} "
-            f"(need <= {MAX_KL}), max KL {c['kl_max']:.3e}, max |dlogit| {c['max_abs']:.3e}, n={c['n']}")
-
 
 @pytest.fixture(scope="module")
-def tokens(llama_spm_tokenizer_ref):
-    ids = gm.varied_tokens(llama_spm_tokenizer_ref)
-    assert len(ids) >= 256
-    return ids
+def tokens(varied_ids):
+    return varied_ids
 
 
 @pytest.fixture(scope="module")
@@ -171,8 +158,8 @@ def test_reference_criterion_detects_missing_feature(name, feature, overrides, e
     model = gm.arch_reference_from_gguf(path, gm.ARCH_SPECS[name], **overrides)
     if edit is not None:
         edit(model)
-    ok, c = _criterion(arch_ref(name), gm.hf_logits(model, tokens))
-    assert not ok, f"{name} without {feature} would pass: {_fmt(c)}"
+    ok, c = gm.criterion(arch_ref(name), gm.hf_logits(model, tokens))
+    assert not ok, f"{name} without {feature} would pass: {gm.describe(c)}"
 
 
 # ------------------------------------------------------------------ akunu vs reference
@@ -202,8 +189,8 @@ def test_akunu_logits_match_transformers(name, arch_akunu, arch_ref, tokens):
     ref = arch_ref(name)
     got = arch_akunu(name).logits(tokens)
     assert got.shape == ref.shape and got.dtype == np.float32 and np.isfinite(got).all()
-    ok, c = _criterion(ref, got)
-    assert ok, f"{name} ({gm.ARCH_SPECS[name].dtype}): {_fmt(c)}"
+    ok, c = gm.criterion(ref, got)
+    assert ok, f"{name} ({gm.ARCH_SPECS[name].dtype}): {gm.describe(c)}"
 
 
 @pytest.mark.parametrize("name", ["mistral_q8_0", "gemma2_f16", "gemma3_q8_0", "qwen2_f16", "phi3_q4_0"])
@@ -288,9 +275,9 @@ def test_gemma2_27b_depth_uses_dim_per_head_query_scale(akunu_mod, gguf_dir, tok
     ids = tokens[:128]
     ref = gm.hf_logits(gm.arch_reference_from_gguf(path, spec, query_pre_attn_scalar=spec.hidden // spec.n_heads), ids)
     head_dim_scaled = gm.hf_logits(gm.arch_reference_from_gguf(path, spec), ids)
-    assert not _criterion(ref, head_dim_scaled)[0], "the two scales must be distinguishable"
-    ok, c = _criterion(ref, akunu_mod.Model(str(path), backend="cpu").logits(ids))
-    assert ok, _fmt(c)
+    assert not gm.criterion(ref, head_dim_scaled)[0], "the two scales must be distinguishable"
+    ok, c = gm.criterion(ref, akunu_mod.Model(str(path), backend="cpu").logits(ids))
+    assert ok, gm.describe(c)
 
 
 def test_sliding_window_pattern_key_overrides_default(akunu_mod, arch_gguf, tmp_path):

@@ -22,9 +22,6 @@ from gguf import GGMLQuantizationType as QT  # noqa: E402
 
 import gguf_models as gm  # noqa: E402
 
-MIN_AGREE = 0.99
-MAX_KL = 1e-3
-
 # The reference specs plus the dtypes only the engines' own comparison covers.
 gm.DTYPES.setdefault("Q4_1", (QT.Q4_1, gguf.LlamaFileType.MOSTLY_Q4_1))
 gm.DTYPES.setdefault("BF16", (QT.BF16, gguf.LlamaFileType.MOSTLY_BF16))
@@ -79,7 +76,7 @@ def test_logits_match_cpu(name, pair):
     got = np.asarray(cuda.logits(ids))
     assert np.isfinite(got).all()
     c = gm.compare_logits(ref, got)
-    assert c["agree"] >= MIN_AGREE and c["kl_mean"] <= MAX_KL, c
+    assert gm.meets_bar(c), c
 
 
 def _greedy(model, ids, n):
@@ -193,7 +190,7 @@ def test_group_scaled_logits_match_cpu(name, kq_pair):
     cpu, cuda = kq_pair(name)
     ids = _tokens(cpu)
     c = gm.compare_logits(np.asarray(cpu.logits(ids)), np.asarray(cuda.logits(ids)))
-    assert c["agree"] >= MIN_AGREE and c["kl_mean"] <= MAX_KL, (name, c)
+    assert gm.meets_bar(c), (name, c)
 
 
 @pytest.mark.parametrize("name", ["mixed_q4_k_m", "q6_k_tied"])
@@ -224,7 +221,7 @@ def test_arch_logits_match_cpu(name, arch_pair):
     got = np.asarray(cuda.logits(ids))
     assert np.isfinite(got).all()
     c = gm.compare_logits(ref, got)
-    assert c["agree"] >= MIN_AGREE and c["kl_mean"] <= MAX_KL, c
+    assert gm.meets_bar(c), c
 
 
 @pytest.mark.parametrize("name", ["mistral_q8_0", "gemma2_f16", "gemma3_q8_0", "qwen3_f16", "phi3_q4_0"])

@@ -15,15 +15,6 @@ from gguf import GGUFReader
 import gguf_kquants as kq
 import gguf_models as gm
 
-MIN_AGREE = 0.99
-MAX_KL = 1e-3
-
-
-@pytest.fixture(scope="module")
-def kq_tokens(llama_spm_tokenizer_ref):
-    ids = gm.varied_tokens(llama_spm_tokenizer_ref)
-    assert len(ids) >= 256
-    return ids
 
 
 @pytest.fixture(scope="module")
@@ -50,19 +41,19 @@ def test_mixed_file_has_the_dtypes_it_claims(name, kq_case):
 
 
 @pytest.mark.parametrize("name", list(kq.CASES))
-def test_logits_match_transformers(name, kq_case, kq_tokens, akunu_mod):
+def test_logits_match_transformers(name, kq_case, varied_ids, akunu_mod):
     path, orig = kq_case(name)
-    ref = gm.hf_logits(gm.reference_from_gguf(path), kq_tokens)
+    ref = gm.hf_logits(gm.reference_from_gguf(path), varied_ids)
     # The reference is meaningful: quantized, so not the float model, but close to it and not degenerate.
-    c_orig = gm.compare_logits(gm.hf_logits(orig, kq_tokens), ref)
+    c_orig = gm.compare_logits(gm.hf_logits(orig, varied_ids), ref)
     assert c_orig["max_abs"] > 0 and c_orig["agree"] > 0.05, c_orig  # (chance: 1 / 32000)
     assert len(set(ref.argmax(-1).tolist())) >= 30, "reference argmax is degenerate"
 
     model = akunu_mod.Model(str(path), backend="cpu")
-    got = model.logits(kq_tokens)
+    got = model.logits(varied_ids)
     assert got.shape == ref.shape and np.isfinite(got).all()
     c = gm.compare_logits(ref, got)
-    assert c["agree"] >= MIN_AGREE and c["kl_mean"] <= MAX_KL, (name, c)
+    assert c["agree"] >= gm.MIN_AGREE and c["kl_mean"] <= gm.MAX_KL, (name, c)
 
 
 def test_mixed_model_greedy_decode_matches_logits(kq_case, akunu_mod, llama_spm_tokenizer_ref):

@@ -16,30 +16,12 @@ import pytest
 
 import gguf_models as gm
 
-MIN_AGREE = 0.99
-MAX_KL = 1e-3
 CASES = list(gm.SPECS)
 
 
-def _criterion(ref: np.ndarray, got: np.ndarray) -> tuple[bool, dict]:
-    c = gm.compare_logits(ref, got)
-    return (c["agree"] >= MIN_AGREE and c["kl_mean"] <= MAX_KL), c
-
-
-def _fmt(c: dict) -> str:
-    return (f"argmax agreement {c['agree']:.4f} (need >= {MIN_AGREE}), mean KL {c['kl_mean']:.3e} "
-            f"(need <= {MAX_KL}), max KL {c['kl_max']:.3e}, max |dlogit| {c['max_abs']:.3e}, n={c['n']}")
-
 
 @pytest.fixture(scope="module")
-def tiny_tokens(llama_spm_tokenizer_ref):
-    ids = gm.varied_tokens(llama_spm_tokenizer_ref)
-    assert len(ids) >= 256
-    return ids
-
-
-@pytest.fixture(scope="module")
-def tiny_ref(tiny_gguf, tiny_tokens):
+def tiny_ref(tiny_gguf, varied_ids):
     """name -> (gguf path, reference logits from the dequantized GGUF weights)."""
     cache = {}
 
@@ -47,7 +29,7 @@ def tiny_ref(tiny_gguf, tiny_tokens):
         if name not in cache:
             path, _orig = tiny_gguf(name)
             ref_model = gm.reference_from_gguf(path)
-            cache[name] = (path, gm.hf_logits(ref_model, tiny_tokens))
+            cache[name] = (path, gm.hf_logits(ref_model, varied_ids))
         return cache[name]
 
     return get
@@ -57,13 +39,13 @@ def tiny_ref(tiny_gguf, tiny_tokens):
 
 
 @pytest.mark.parametrize("name", CASES)
-def test_reference_gguf_roundtrip(name, tiny_gguf, tiny_ref, tiny_tokens):
+def test_reference_gguf_roundtrip(name, tiny_gguf, tiny_ref, varied_ids):
     """Our GGUF -> (gguf-py dequantize + un-permute) -> HF reproduces the original torch model
     (exactly for F32, within quantization for the rest), and the output is not degenerate."""
     spec = gm.SPECS[name]
     path, orig = tiny_gguf(name)
     _, ref = tiny_ref(name)
-    c = gm.compare_logits(gm.hf_logits(orig, tiny_tokens), ref)
+    c = gm.compare_logits(gm.hf_logits(orig, varied_ids), ref)
     if spec.dtype == "F32":
         assert c["max_abs"] < 1e-3, c
     else:  # quantized: close to the original but not identical (the reference is the dequantized weights)
@@ -72,7 +54,7 @@ def test_reference_gguf_roundtrip(name, tiny_gguf, tiny_ref, tiny_tokens):
 
 
 @pytest.mark.parametrize("name", [n for n in CASES if not gm.SPECS[n].llama3_rope])
-def test_reference_matches_transformers_gguf_loader(name, tiny_gguf, tiny_ref, tiny_tokens, tmp_path):
+def test_reference_matches_transformers_gguf_loader(name, tiny_gguf, tiny_ref, varied_ids, tmp_path):
     """transformers' own GGUF loader (independent un-permute + dequantize) agrees with ours."""
     import torch
     from transformers import AutoModelForCausalLM
@@ -80,7 +62,7 @@ def test_reference_matches_transformers_gguf_loader(name, tiny_gguf, tiny_ref, t
     path, _ = tiny_gguf(name)
     _, ref = tiny_ref(name)
     tm = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32).eval()
-    got = gm.hf_logits(tm, tiny_tokens)
+    got = gm.hf_logits(tm, varied_ids)
     assert np.abs(got - ref).max() < 1e-3, np.abs(got - ref).max()
 
 
@@ -101,22 +83,22 @@ def test_reference_rope_freqs_match_hf_llama3(name, tiny_gguf):
 
 
 @pytest.mark.parametrize("name", ["f32_untied", "f32_tied_llama3", "q4_0_untied_llama3"])
-def test_reference_criterion_detects_rope_bugs(name, tiny_gguf, tiny_ref, tiny_tokens):
+def test_reference_criterion_detects_rope_bugs(name, tiny_gguf, tiny_ref, varied_ids):
     """The criterion is strong enough: typical RoPE / layout bugs fail it."""
     import torch
 
     path, _ = tiny_gguf(name)
     _, ref = tiny_ref(name)
-    broken = {"qk_not_unpermuted": gm.hf_logits(gm.reference_from_gguf(path, unpermute=False), tiny_tokens)}
+    broken = {"qk_not_unpermuted": gm.hf_logits(gm.reference_from_gguf(path, unpermute=False), varied_ids)}
     if gm.SPECS[name].llama3_rope:
-        broken["rope_freqs_ignored"] = gm.hf_logits(gm.reference_from_gguf(path, use_rope_freqs=False), tiny_tokens)
+        broken["rope_freqs_ignored"] = gm.hf_logits(gm.reference_from_gguf(path, use_rope_freqs=False), varied_ids)
     model = gm.reference_from_gguf(path)
     with torch.no_grad():
-        x = torch.tensor([tiny_tokens])
+        x = torch.tensor([varied_ids])
         broken["no_rope"] = model(x, position_ids=torch.zeros_like(x)).logits[0].numpy()
     for what, logits in broken.items():
-        ok, c = _criterion(ref, logits)
-        assert not ok, f"{what} would pass: {_fmt(c)}"
+        ok, c = gm.criterion(ref, logits)
+        assert not ok, f"{what} would pass: {gm.describe(c)}"
 
 
 # ------------------------------------------------------------------ akunu vs reference
@@ -149,24 +131,24 @@ def test_akunu_config_matches_gguf(name, tiny_akunu):
 
 
 @pytest.mark.parametrize("name", CASES)
-def test_akunu_logits_match_transformers(name, tiny_akunu, tiny_ref, tiny_tokens):
+def test_akunu_logits_match_transformers(name, tiny_akunu, tiny_ref, varied_ids):
     _, ref = tiny_ref(name)
-    got = tiny_akunu(name).logits(tiny_tokens)
+    got = tiny_akunu(name).logits(varied_ids)
     assert isinstance(got, np.ndarray) and got.dtype == np.float32, type(got)
     assert got.shape == ref.shape, (got.shape, ref.shape)
     assert np.isfinite(got).all()
-    ok, c = _criterion(ref, got)
-    assert ok, f"{name} ({gm.SPECS[name].dtype}): {_fmt(c)}"
+    ok, c = gm.criterion(ref, got)
+    assert ok, f"{name} ({gm.SPECS[name].dtype}): {gm.describe(c)}"
 
 
-def test_akunu_logits_repeatable_and_prefix_consistent(tiny_akunu, tiny_tokens):
+def test_akunu_logits_repeatable_and_prefix_consistent(tiny_akunu, varied_ids):
     """logits() starts from a fresh cache: the same call twice is identical, and a prefix's
     logits equal the first rows of the full call (causality)."""
     m = tiny_akunu("f32_untied")
-    a = m.logits(tiny_tokens)
-    b = m.logits(tiny_tokens)
+    a = m.logits(varied_ids)
+    b = m.logits(varied_ids)
     np.testing.assert_array_equal(a, b)
-    p = m.logits(tiny_tokens[:40])
+    p = m.logits(varied_ids[:40])
     np.testing.assert_allclose(p, a[:40], atol=2e-3, rtol=0)
 
 
@@ -226,5 +208,5 @@ def test_akunu_smollm2_logits_match_transformers(smollm2, smol_ref_logits, smol_
     got = smollm2.logits(smol_tokens)
     assert got.shape == smol_ref_logits.shape, (got.shape, smol_ref_logits.shape)
     assert got.dtype == np.float32 and np.isfinite(got).all()
-    ok, c = _criterion(smol_ref_logits, got)
-    assert ok, f"SmolLM2 Q4_1: {_fmt(c)}"
+    ok, c = gm.criterion(smol_ref_logits, got)
+    assert ok, f"SmolLM2 Q4_1: {gm.describe(c)}"

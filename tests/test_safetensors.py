@@ -17,7 +17,6 @@ import pytest
 import gguf_models as gm
 import hf_checkpoints as hc
 
-MIN_AGREE, MAX_KL = 0.99, 1e-3
 
 CASES = {
     "f32_untied": (gm.TinySpec("st_f32_untied", seed=11), "F32", None),
@@ -34,10 +33,8 @@ def tokenizer_dir(tmp_path_factory, llama_spm_tokenizer_ref):
 
 
 @pytest.fixture(scope="module")
-def tokens(llama_spm_tokenizer_ref):
-    ids = gm.varied_tokens(llama_spm_tokenizer_ref)
-    assert len(ids) >= 256
-    return ids
+def tokens(varied_ids):
+    return varied_ids
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +76,7 @@ def test_safetensors_logits_match_transformers(name, checkpoint, tokens, akunu_m
     got = m.logits(tokens)
     assert got.shape == ref.shape and np.isfinite(got).all()
     c = gm.compare_logits(ref, got)
-    assert c["agree"] >= MIN_AGREE and c["kl_mean"] <= MAX_KL, f"{name}: {c}"
+    assert gm.meets_bar(c), f"{name}: {c}"
     assert len(set(ref.argmax(-1).tolist())) >= 30, "reference argmax is degenerate"
 
 
@@ -98,7 +95,7 @@ def test_criterion_catches_unpermuted_qk(checkpoint, tokens):
             a.q_proj.weight.copy_(torch.from_numpy(gm.permute_qk(a.q_proj.weight.numpy(), spec.n_heads)))
             a.k_proj.weight.copy_(torch.from_numpy(gm.permute_qk(a.k_proj.weight.numpy(), spec.n_kv_heads)))
     c = gm.compare_logits(ref, gm.hf_logits(broken, tokens))
-    assert not (c["agree"] >= MIN_AGREE and c["kl_mean"] <= MAX_KL), c
+    assert not gm.meets_bar(c), c
 
 
 # ------------------------------------------------------------------ same model as GGUF
@@ -251,7 +248,7 @@ def test_linear_rope_scaling_matches_transformers(checkpoint, tmp_path, tokens, 
         rope_parameters={"rope_type": "linear", "factor": 4.0, "rope_theta": 10000.0}))
     ref = gm.hf_logits(AutoModelForCausalLM.from_pretrained(str(lin), dtype=torch.float32).eval(), tokens)
     c = gm.compare_logits(ref, akunu_mod.Model(str(lin)).logits(tokens))
-    assert c["agree"] >= MIN_AGREE and c["kl_mean"] <= MAX_KL, c
+    assert gm.meets_bar(c), c
     plain = akunu_mod.Model(str(path)).logits(tokens)  # the scaling changes the model
     assert not np.allclose(plain, ref, atol=1e-2)
 
@@ -281,6 +278,6 @@ def test_embedding_padded_past_the_tokenizer(tokenizer_dir, tmp_path, akunu_mod)
     assert tok.decode([450, 32050, 301]) == tok.decode([450, 301])
     ids = tok.encode("The lighthouse", add_special=True)
     c = gm.compare_logits(gm.hf_logits(ref, ids), m.logits(ids))
-    assert c["agree"] == 1.0 and c["kl_mean"] <= MAX_KL, c
+    assert c["agree"] == 1.0 and c["kl_mean"] <= gm.MAX_KL, c
     with pytest.raises(ValueError):
         tok.token_to_piece(32064)

@@ -87,13 +87,6 @@ template <DType T, int RN, int RM> [[maybe_unused]] void tile_scalar(const GemmA
 
 #if defined(AKUNU_CPU_AVX2)
 
-inline float hsum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
 // 32-element blocks (Q5_0, Q5_1, IQ4_NL): one activation block per weight block, like Q4_0's tile.
 template <DType T, int RN, int RM> void tile_avx2_block32(const GemmArgs &a, const uint8_t *w, const uint8_t *x, float *y) {
     using F = Format<T>;

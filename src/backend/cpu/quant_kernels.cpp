@@ -499,13 +499,6 @@ template <DType T, int RN, int RM> void tile_scalar(const GemmArgs &a, const uin
 
 #if defined(AKUNU_CPU_AVX2)
 
-inline float hsum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
 // 8 weights of a float-family row -> 8 floats.
 template <DType T> inline __m256 load8_weights(const uint8_t *row, int64_t i);
 template <> inline __m256 load8_weights<DType::F32>(const uint8_t *row, int64_t i) {

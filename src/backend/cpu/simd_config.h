@@ -7,6 +7,16 @@
 #if !defined(AKUNU_FORCE_SCALAR) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define AKUNU_CPU_AVX2 1
 #include <immintrin.h>
+
+namespace akunu::cpu {
+// Sum of the eight lanes.
+inline float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+}  // namespace akunu::cpu
 #endif
 
 // Dequantization and activation quantization must round exactly like gguf-py / llama.cpp's

@@ -211,3 +211,36 @@ def write_safetensors(path: Path, tensors: dict, metadata: dict | None = None) -
         chunks.append(raw)
         offset += len(raw)
     write_raw(path, header, b"".join(chunks))
+
+
+# --------------------------------------------------------------------------------------
+# other architectures (gguf_models.ARCH_SPECS recipes) as SafeTensors
+# --------------------------------------------------------------------------------------
+
+def save_arch_checkpoint(spec: gm.ArchSpec, out_dir: Path, tokenizer_dir: Path, dtype: str = "F32",
+                         max_shard_size: str | None = None):
+    """Save a random tiny model of ``spec.family`` (gguf_models.make_arch_hf_model: peaked
+    attention, real argmax margins) with save_pretrained(safe_serialization=True) in ``dtype``;
+    returns (dir, the float32 transformers model read back from it: the reference)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    out_dir = Path(out_dir)
+    model = gm.make_arch_hf_model(spec, vocab_size())
+    kwargs = {"safe_serialization": True}
+    if max_shard_size:
+        kwargs["max_shard_size"] = max_shard_size
+    model.to(getattr(torch, TORCH_DTYPES[dtype])).save_pretrained(str(out_dir), **kwargs)
+    copy_tokenizer(tokenizer_dir, out_dir)
+    return out_dir, load_reference(out_dir)
+
+
+def load_reference(path: Path, **config_overrides):
+    """transformers' float32 eager model of a checkpoint directory (``config_overrides`` change its
+    config: used for deliberately wrong references)."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    cfg = AutoConfig.from_pretrained(str(path), **config_overrides)
+    return AutoModelForCausalLM.from_pretrained(str(path), config=cfg, dtype=torch.float32,
+                                                attn_implementation="eager").eval()

@@ -133,15 +133,18 @@ def mlx_pack(q: np.ndarray, bits: int) -> np.ndarray:
 
 def save_mlx_checkpoint(spec: gm.TinySpec, out_dir: Path, tokenizer_dir: Path, bits: int, group_size: int,
                         scale_dtype: str = "F16", overrides: dict | None = None):
-    """An mlx-community style checkpoint of a random tiny Llama; every Linear and the embedding are
-    quantized (`overrides`: module path -> {"bits", "group_size"} as MLX writes per-layer mixes).
+    """An mlx-community style checkpoint of a random tiny Llama (or, for a gguf_models.ArchSpec,
+    of its family); every Linear and the embedding are quantized, vectors (norms, biases) stay
+    float (`overrides`: module path -> {"bits", "group_size"} as MLX writes per-layer mixes).
     Returns (dir, reference float32 transformers model holding the dequantized weights)."""
     import torch
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     overrides = overrides or {}
-    model = gm.make_hf_model(spec, vocab_size())
+    family = isinstance(spec, gm.ArchSpec)
+    make_model = gm.make_arch_hf_model if family else gm.make_hf_model
+    model = make_model(spec, vocab_size())
     state = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
     if spec.tied:
         state.pop("lm_head.weight", None)
@@ -167,7 +170,7 @@ def save_mlx_checkpoint(spec: gm.TinySpec, out_dir: Path, tokenizer_dir: Path, b
         tensors[name] = ("U32", list(packed.shape), packed.astype("<u4").tobytes())
         dequantized[name] = mlx_dequantize(q, s_values, b_values, gs)
     write_safetensors(out_dir / "model.safetensors", tensors, {"format": "mlx"})
-    cfg = gm.hf_config(spec, vocab_size()).to_dict()
+    cfg = (gm.arch_hf_config if family else gm.hf_config)(spec, vocab_size()).to_dict()
     quant = {"group_size": group_size, "bits": bits}
     quant.update(overrides)
     cfg["quantization"] = quant
@@ -175,7 +178,7 @@ def save_mlx_checkpoint(spec: gm.TinySpec, out_dir: Path, tokenizer_dir: Path, b
     (out_dir / "config.json").write_text(json.dumps(cfg, indent=2))
     copy_tokenizer(tokenizer_dir, out_dir)
 
-    ref = gm.make_hf_model(spec, vocab_size())
+    ref = make_model(spec, vocab_size())
     sd = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in dequantized.items()}
     missing, unexpected = ref.load_state_dict(sd, strict=False)
     assert not unexpected and all(k == "lm_head.weight" for k in missing), (missing, unexpected)

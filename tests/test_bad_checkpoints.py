@@ -209,12 +209,20 @@ def test_config_not_json(ckpt, akunu_mod):
     expect_error(akunu_mod, d, akunu_mod.ModelFormatError, "config.json", "not valid json")
 
 
-@pytest.mark.parametrize("model_type", ["gpt2", "qwen2", "gemma", "phi3"])
+@pytest.mark.parametrize("model_type", ["gpt2", "falcon", "gemma3", "phi"])
 def test_unsupported_model_type(ckpt, akunu_mod, model_type):
     d = ckpt()
     edit_json(d / "config.json", lambda c: c.update(model_type=model_type))
     msg = expect_error(akunu_mod, d, akunu_mod.UnsupportedError, f"model_type '{model_type}'")
-    assert "llama" in msg and "mistral" in msg  # lists what is supported
+    for supported in ("llama", "mistral", "qwen2", "gemma3_text", "phi3"):  # lists what is supported
+        assert supported in msg
+
+
+def test_other_family_without_its_tensors(ckpt, akunu_mod):
+    """A Llama checkpoint relabelled qwen2 lacks the Q/K/V biases: refused by name."""
+    d = ckpt()
+    edit_json(d / "config.json", lambda c: c.update(model_type="qwen2"))
+    expect_error(akunu_mod, d, akunu_mod.ModelFormatError, "missing tensor", "model.layers.0.self_attn.q_proj.bias")
 
 
 def test_unsupported_rope_scaling(ckpt, akunu_mod):

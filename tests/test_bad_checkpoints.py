@@ -335,7 +335,11 @@ def test_engine_checks_sizes_and_dtypes(table, akunu_mod):
 
 
 @pytest.mark.parametrize("field,value,word", [("n_kv_heads", 3, "not a multiple"), ("rope_inv_freq", [1.0], "RoPE"),
-                                              ("dim", 0, "dim"), ("architecture", "gpt2", "gpt2")])
+                                              ("dim", 0, "dim"), ("architecture", "gpt2", "gpt2"),
+                                              ("layer_sliding", [1, 0, 1], "sliding-layer flags"),
+                                              ("rope_inv_freq_local", [1.0], "local RoPE"),
+                                              ("attn_logit_softcap", -1.0, "softcaps"),
+                                              ("attention_scale", float("nan"), "scales")])
 def test_engine_checks_config(table, akunu_mod, field, value, word):
     cfg = table.config
     setattr(cfg, field, value)
@@ -356,6 +360,15 @@ def test_engine_checks_permutation_heads(table, akunu_mod):
     q.permute_heads = 7
     table.tensors = [q if t.canonical == q.canonical else t for t in tensors]
     with pytest.raises(akunu_mod.ModelFormatError, match="heads"):
+        _load_core(akunu_mod, table)
+
+
+def test_engine_refuses_plus_one_on_a_matrix(table, akunu_mod):
+    tensors = table.tensors
+    q = next(t for t in tensors if t.canonical.endswith("attention.q"))
+    q.add_one, q.permute_heads = True, 0
+    table.tensors = [q if t.canonical == q.canonical else t for t in tensors]
+    with pytest.raises(akunu_mod.ModelFormatError, match="must be a vector"):
         _load_core(akunu_mod, table)
 
 

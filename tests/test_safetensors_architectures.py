@@ -107,6 +107,19 @@ def test_logits_match_transformers(name, checkpoint, tokens, akunu_mod):
     assert ok, f"{name}: {c}"
 
 
+@pytest.mark.parametrize("name", ["mistral_f32_sharded", "gemma3_bf16", "phi3_f16"])
+def test_decode_table_matches_teacher_forcing(name, checkpoint, tokens, akunu_mod):
+    """Decoding one token at a time past the window (the config Python built: window, sliding
+    flags, local RoPE) predicts what the all-rows pass predicts for the same sequence."""
+    path, _ = checkpoint(name)
+    m = akunu_mod.Model(str(path), backend="cpu")
+    prompt = tokens[:60]
+    first = m.prefill(prompt)
+    gen = [first] + list(m.chain_decode(first, 59))
+    m.reset()
+    assert gen == m.logits(prompt + gen[:-1])[len(prompt) - 1:].argmax(-1).tolist()
+
+
 # ------------------------------------------------------------------ each comparison can fail
 
 

@@ -12,6 +12,8 @@ documented affine formula.
   bias = edge), q = clip(round((w - bias) / scale), 0, 2^bits - 1), value = scale * q + bias.
   Values are packed into each row's little-endian bit stream (element 0 in the lowest bits, 3-
   and 6-bit values straddling bytes and uint32 words), stored as uint32.
+* ``save_arch_checkpoint``: the same for the other families (gguf_models.ArchSpec recipes),
+  with ``load_reference`` (transformers float32, eager attention) as the reference.
 * ``save_mlx_checkpoint``: an mlx-community style directory (config.json with "quantization",
   ``weight``/``scales``/``biases`` per quantized Linear and the embedding) and the float32
   transformers model holding exactly the dequantized weights (the reference).

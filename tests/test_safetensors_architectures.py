@@ -196,8 +196,8 @@ def _phi3_old(cfg):
     cfg["partial_rotary_factor"] = rope["partial_rotary_factor"]
 
 
-@pytest.mark.parametrize("name,edit", [("gemma3_linear_f16", _gemma3_old), ("gemma2_f32", lambda c: c.pop("layer_types")),
-                                       ("phi3_f16", _phi3_old)])
+@pytest.mark.parametrize("name,edit", [("gemma3_linear_f16", _gemma3_old),
+                                       ("gemma2_f32", lambda c: c.pop("layer_types")), ("phi3_f16", _phi3_old)])
 def test_older_config_spellings_read_the_same(name, edit, checkpoint, tokens, tmp_path, akunu_mod):
     """Configs written before transformers 5 (no layer_types, top-level rope_theta, Gemma 3's
     rope_local_base_freq and sliding_window_pattern, Phi-3's top-level partial_rotary_factor)

@@ -124,7 +124,8 @@ TensorView SafeTensorsSource::plain_tensor(const CheckpointTensor &t) {
     const uint64_t cols = s.shape.back();
     if (t.add_one) {  // (1 + w) norm weight: F32 w + 1, rounded once, as transformers computes it
         if (rows || t.permute_heads)
-            throw ModelFormatError(where(s) + " has shape " + shape_str(s.shape) + "; a (1 + w) norm weight must be a vector");
+            throw ModelFormatError(where(s) + " has shape " + shape_str(s.shape) +
+                                   "; a (1 + w) norm weight must be a vector");
         AlignedBytes out(cols * sizeof(float));
         for (uint64_t i = 0; i < cols; ++i) {
             float w;

@@ -12,6 +12,8 @@ documented affine formula.
   bias = edge), q = clip(round((w - bias) / scale), 0, 2^bits - 1), value = scale * q + bias.
   Values are packed into each row's little-endian bit stream (element 0 in the lowest bits, 3-
   and 6-bit values straddling bytes and uint32 words), stored as uint32.
+* ``save_arch_checkpoint``: the same for the other families (gguf_models.ArchSpec recipes),
+  with ``load_reference`` (transformers float32, eager attention) as the reference.
 * ``save_mlx_checkpoint``: an mlx-community style directory (config.json with "quantization",
   ``weight``/``scales``/``biases`` per quantized Linear and the embedding) and the float32
   transformers model holding exactly the dequantized weights (the reference).
@@ -133,15 +135,18 @@ def mlx_pack(q: np.ndarray, bits: int) -> np.ndarray:
 
 def save_mlx_checkpoint(spec: gm.TinySpec, out_dir: Path, tokenizer_dir: Path, bits: int, group_size: int,
                         scale_dtype: str = "F16", overrides: dict | None = None):
-    """An mlx-community style checkpoint of a random tiny Llama; every Linear and the embedding are
-    quantized (`overrides`: module path -> {"bits", "group_size"} as MLX writes per-layer mixes).
+    """An mlx-community style checkpoint of a random tiny Llama (or, for a gguf_models.ArchSpec,
+    of its family); every Linear and the embedding are quantized, vectors (norms, biases) stay
+    float (`overrides`: module path -> {"bits", "group_size"} as MLX writes per-layer mixes).
     Returns (dir, reference float32 transformers model holding the dequantized weights)."""
     import torch
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     overrides = overrides or {}
-    model = gm.make_hf_model(spec, vocab_size())
+    family = isinstance(spec, gm.ArchSpec)
+    make_model = gm.make_arch_hf_model if family else gm.make_hf_model
+    model = make_model(spec, vocab_size())
     state = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
     if spec.tied:
         state.pop("lm_head.weight", None)
@@ -167,7 +172,7 @@ def save_mlx_checkpoint(spec: gm.TinySpec, out_dir: Path, tokenizer_dir: Path, b
         tensors[name] = ("U32", list(packed.shape), packed.astype("<u4").tobytes())
         dequantized[name] = mlx_dequantize(q, s_values, b_values, gs)
     write_safetensors(out_dir / "model.safetensors", tensors, {"format": "mlx"})
-    cfg = gm.hf_config(spec, vocab_size()).to_dict()
+    cfg = (gm.arch_hf_config if family else gm.hf_config)(spec, vocab_size()).to_dict()
     quant = {"group_size": group_size, "bits": bits}
     quant.update(overrides)
     cfg["quantization"] = quant
@@ -175,7 +180,7 @@ def save_mlx_checkpoint(spec: gm.TinySpec, out_dir: Path, tokenizer_dir: Path, b
     (out_dir / "config.json").write_text(json.dumps(cfg, indent=2))
     copy_tokenizer(tokenizer_dir, out_dir)
 
-    ref = gm.make_hf_model(spec, vocab_size())
+    ref = make_model(spec, vocab_size())
     sd = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in dequantized.items()}
     missing, unexpected = ref.load_state_dict(sd, strict=False)
     assert not unexpected and all(k == "lm_head.weight" for k in missing), (missing, unexpected)
@@ -211,3 +216,36 @@ def write_safetensors(path: Path, tensors: dict, metadata: dict | None = None) -
         chunks.append(raw)
         offset += len(raw)
     write_raw(path, header, b"".join(chunks))
+
+
+# --------------------------------------------------------------------------------------
+# other architectures (gguf_models.ARCH_SPECS recipes) as SafeTensors
+# --------------------------------------------------------------------------------------
+
+def save_arch_checkpoint(spec: gm.ArchSpec, out_dir: Path, tokenizer_dir: Path, dtype: str = "F32",
+                         max_shard_size: str | None = None):
+    """Save a random tiny model of ``spec.family`` (gguf_models.make_arch_hf_model: peaked
+    attention, real argmax margins) with save_pretrained(safe_serialization=True) in ``dtype``;
+    returns (dir, the float32 transformers model read back from it: the reference)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    out_dir = Path(out_dir)
+    model = gm.make_arch_hf_model(spec, vocab_size())
+    kwargs = {"safe_serialization": True}
+    if max_shard_size:
+        kwargs["max_shard_size"] = max_shard_size
+    model.to(getattr(torch, TORCH_DTYPES[dtype])).save_pretrained(str(out_dir), **kwargs)
+    copy_tokenizer(tokenizer_dir, out_dir)
+    return out_dir, load_reference(out_dir)
+
+
+def load_reference(path: Path, **config_overrides):
+    """transformers' float32 eager model of a checkpoint directory (``config_overrides`` change its
+    config: used for deliberately wrong references)."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    cfg = AutoConfig.from_pretrained(str(path), **config_overrides)
+    return AutoModelForCausalLM.from_pretrained(str(path), config=cfg, dtype=torch.float32,
+                                                attn_implementation="eager").eval()

@@ -209,12 +209,20 @@ def test_config_not_json(ckpt, akunu_mod):
     expect_error(akunu_mod, d, akunu_mod.ModelFormatError, "config.json", "not valid json")
 
 
-@pytest.mark.parametrize("model_type", ["gpt2", "qwen2", "gemma", "phi3"])
+@pytest.mark.parametrize("model_type", ["gpt2", "falcon", "gemma3", "phi"])
 def test_unsupported_model_type(ckpt, akunu_mod, model_type):
     d = ckpt()
     edit_json(d / "config.json", lambda c: c.update(model_type=model_type))
     msg = expect_error(akunu_mod, d, akunu_mod.UnsupportedError, f"model_type '{model_type}'")
-    assert "llama" in msg and "mistral" in msg  # lists what is supported
+    for supported in ("llama", "mistral", "qwen2", "gemma3_text", "phi3"):  # lists what is supported
+        assert supported in msg
+
+
+def test_other_family_without_its_tensors(ckpt, akunu_mod):
+    """A Llama checkpoint relabelled qwen2 lacks the Q/K/V biases: refused by name."""
+    d = ckpt()
+    edit_json(d / "config.json", lambda c: c.update(model_type="qwen2"))
+    expect_error(akunu_mod, d, akunu_mod.ModelFormatError, "missing tensor", "model.layers.0.self_attn.q_proj.bias")
 
 
 def test_unsupported_rope_scaling(ckpt, akunu_mod):
@@ -327,7 +335,11 @@ def test_engine_checks_sizes_and_dtypes(table, akunu_mod):
 
 
 @pytest.mark.parametrize("field,value,word", [("n_kv_heads", 3, "not a multiple"), ("rope_inv_freq", [1.0], "RoPE"),
-                                              ("dim", 0, "dim"), ("architecture", "gpt2", "gpt2")])
+                                              ("dim", 0, "dim"), ("architecture", "gpt2", "gpt2"),
+                                              ("layer_sliding", [1, 0, 1], "sliding-layer flags"),
+                                              ("rope_inv_freq_local", [1.0], "local RoPE"),
+                                              ("attn_logit_softcap", -1.0, "softcaps"),
+                                              ("attention_scale", float("nan"), "scales")])
 def test_engine_checks_config(table, akunu_mod, field, value, word):
     cfg = table.config
     setattr(cfg, field, value)
@@ -348,6 +360,15 @@ def test_engine_checks_permutation_heads(table, akunu_mod):
     q.permute_heads = 7
     table.tensors = [q if t.canonical == q.canonical else t for t in tensors]
     with pytest.raises(akunu_mod.ModelFormatError, match="heads"):
+        _load_core(akunu_mod, table)
+
+
+def test_engine_refuses_plus_one_on_a_matrix(table, akunu_mod):
+    tensors = table.tensors
+    q = next(t for t in tensors if t.canonical.endswith("attention.q"))
+    q.add_one, q.permute_heads = True, 0
+    table.tensors = [q if t.canonical == q.canonical else t for t in tensors]
+    with pytest.raises(akunu_mod.ModelFormatError, match="must be a vector"):
         _load_core(akunu_mod, table)
 
 

@@ -226,3 +226,50 @@ def test_arch_decode_past_window_matches_cpu(name, arch_pair):
     ids = _tokens(cpu, 100)
     a, b = _greedy(cpu, ids, 40), _greedy(cuda, ids, 40)
     assert a == b
+
+
+# ------------------------------------------------------------------ SafeTensors checkpoints of other families
+
+import hf_checkpoints as hc  # noqa: E402
+
+# (family spec, stored dtype): Qwen2 biases (F16), Gemma 3's (1 + w) norms/QK-norms, local RoPE
+# and windows (BF16), Phi-3's fused tensors split into row ranges (F16).
+ST_ARCH = {"qwen2_f16": (gm.ARCH_BASE["qwen2"], "F16"), "gemma3_bf16": (gm.ARCH_BASE["gemma3"], "BF16"),
+           "phi3_f16": (gm.ARCH_BASE["phi3"], "F16")}
+
+
+@pytest.fixture(scope="module")
+def st_arch_pair(tmp_path_factory, llama_spm_tokenizer_ref):
+    """name in ST_ARCH -> (cpu Model, cuda Model) of the same save_pretrained checkpoint."""
+    tok = hc.export_tokenizer(tmp_path_factory.mktemp("st_arch_tok"), llama_spm_tokenizer_ref)
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            spec, dtype = ST_ARCH[name]
+            path, _ = hc.save_arch_checkpoint(spec, tmp_path_factory.mktemp(name), tok, dtype)
+            cache[name] = (akunu.Model(str(path), backend="cpu"), akunu.Model(str(path), backend="cuda"))
+        return cache[name]
+
+    return get
+
+
+@pytest.mark.parametrize("name", list(ST_ARCH))
+def test_safetensors_arch_logits_match_cpu(name, st_arch_pair):
+    """Checkpoint-built tensors (BF16 matrices, F32 w + 1 norms, split fused rows) on CUDA agree
+    with the CPU (tests/test_safetensors_architectures.py checks the CPU against transformers)."""
+    cpu, cuda = st_arch_pair(name)
+    assert cuda.format == "safetensors"
+    ids = _tokens(cpu)
+    ref = np.asarray(cpu.logits(ids))
+    got = np.asarray(cuda.logits(ids))
+    assert np.isfinite(got).all()
+    c = gm.compare_logits(ref, got)
+    assert c["agree"] >= MIN_AGREE and c["kl_mean"] <= MAX_KL, c
+
+
+@pytest.mark.parametrize("name", ["gemma3_bf16", "phi3_f16"])
+def test_safetensors_arch_greedy_matches_cpu(name, st_arch_pair):
+    cpu, cuda = st_arch_pair(name)
+    ids = _tokens(cpu, 100)
+    assert _greedy(cpu, ids, 40) == _greedy(cuda, ids, 40)

@@ -254,16 +254,20 @@ def test_linear_rope_scaling_matches_transformers(checkpoint, tmp_path, tokens, 
 
 
 def test_mistral_sliding_window(checkpoint, tmp_path, akunu_mod):
-    """model_type mistral runs Llama's graph; full attention equals the sliding window only inside
-    the window, so the context is capped at it and a longer one is refused."""
+    """model_type mistral runs Llama's graph with a window on every layer (the context is not
+    capped at it); inside the window it is the same model as full attention. Mistral against
+    transformers past the window: tests/test_safetensors_architectures.py."""
     path, _ = checkpoint("f32_untied")
     mis = _edited_copy(path, tmp_path / "mistral", lambda c: c.update(model_type="mistral", sliding_window=256))
     m = akunu_mod.Model(str(mis))
-    assert m.config["trained_context_length"] == 256 and m.context_length == 256
+    assert m.config["trained_context_length"] == 2048 and m.config["sliding_window"] == 256
+    assert m.config["sliding_layers"] == [True, True]
     ids = m.tokenizer.encode("Hello there", add_special=True)
     np.testing.assert_array_equal(m.logits(ids), akunu_mod.Model(str(path)).logits(ids))
-    with pytest.raises(akunu_mod.UnsupportedError, match="sliding window"):
-        akunu_mod.Model(str(mis), context_length=512)
+    assert akunu_mod.Model(str(mis), context_length=512).context_length == 512
+    # model_type llama has no window: transformers ignores the key, and so does akunu
+    lla = _edited_copy(path, tmp_path / "llama", lambda c: c.update(sliding_window=16))
+    assert akunu_mod.Model(str(lla)).config["sliding_window"] == 0
 
 
 def test_embedding_padded_past_the_tokenizer(tokenizer_dir, tmp_path, akunu_mod):

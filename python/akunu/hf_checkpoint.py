@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from . import _core
 from ._core import ModelFormatError, UnsupportedError
-from .hf_architectures import ARCHITECTURES, REQUIRED_LAYER_TENSORS, ArchSpec
+from .hf_architectures import ARCHITECTURES, ArchSpec
 from .safetensors_index import FLOAT_DTYPES, StoredTensor, list_tensors, read_json
 
 MLX_BITS = (2, 3, 4, 5, 6, 8)
@@ -48,18 +48,30 @@ def _positive_float(value, key: str, where: str) -> float:
     return float(value)
 
 
-def rope_parameters(cfg: dict, arch: ArchSpec, where: str) -> dict:
+def _is_per_layer_type(params: dict) -> bool:
+    return bool(params) and "rope_type" not in params and "type" not in params and \
+        all(isinstance(v, dict) for v in params.values())
+
+
+def rope_parameters(cfg: dict, arch: ArchSpec, where: str, layer_type: str = "full_attention") -> dict:
     """RoPE settings from either spelling: transformers 5's "rope_parameters" or the older
-    top-level "rope_theta" + "rope_scaling"."""
+    top-level "rope_theta" + "rope_scaling". Families with local RoPE (Gemma 3) keep one set per
+    layer type ({"full_attention": {...}, "sliding_attention": {...}}); their older spelling
+    gives the sliding layers "rope_local_base_freq" and no scaling."""
     params = cfg.get("rope_parameters") or cfg.get("rope_scaling") or {}
     if not isinstance(params, dict):
         raise ModelFormatError(f"{where}: config.json rope parameters must be an object, got {params!r}")
-    if params and "rope_type" not in params and "type" not in params and all(isinstance(v, dict) for v in params.values()):
-        raise UnsupportedError(f"{where}: per-layer-type RoPE parameters are not supported for this architecture")
+    theta_key = "rope_local_base_freq" if layer_type == "sliding_attention" else "rope_theta"
+    if _is_per_layer_type(params):
+        if not arch.local_rope:
+            raise UnsupportedError(f"{where}: per-layer-type RoPE parameters are not supported for this architecture")
+        params = params.get(layer_type) or {}
+    elif layer_type == "sliding_attention":
+        params = {}  # older spelling: rope_scaling applies to the global layers only
     out = dict(params)
     out["rope_type"] = params.get("rope_type", params.get("type", "default")) or "default"
-    theta = params.get("rope_theta", cfg.get("rope_theta", arch.defaults.get("rope_theta", 10000.0)))
-    out["rope_theta"] = _positive_float(theta, "rope_theta", where)
+    theta = params.get("rope_theta", cfg.get(theta_key, arch.defaults.get(theta_key, 10000.0)))
+    out["rope_theta"] = _positive_float(theta, theta_key, where)
     return out
 
 
@@ -101,7 +113,47 @@ class CheckpointConfig:
     arch: ArchSpec
     config: "_core.ModelConfig"
     tied: bool
-    sliding_window: int | None
+
+
+def _optional(cfg: dict, key: str, arch: ArchSpec):
+    """config.json's value for `key` (None when it is null), or the config class's default when
+    the key is absent."""
+    return cfg[key] if key in cfg else arch.defaults.get(key)
+
+
+def _sliding(cfg: dict, arch: ArchSpec, n_layers: int, where: str) -> tuple[int | None, list]:
+    """(window or None, one flag per layer: does it slide / use the local RoPE)."""
+    if arch.sliding is None:
+        return None, [False] * n_layers
+    window = _optional(cfg, "sliding_window", arch)
+    if window is not None:
+        window = _positive_int({"sliding_window": window}, "sliding_window", None, where)
+    if arch.window_enabled_by and not cfg.get(arch.window_enabled_by):
+        window = None  # Qwen: a window without use_sliding_window is not used
+    types = cfg.get("layer_types") if arch.reads_layer_types else None
+    if types is not None:
+        if not isinstance(types, list) or len(types) != n_layers:
+            raise ModelFormatError(f"{where}: config.json 'layer_types' must list one type per layer "
+                                   f"({n_layers}), got {types!r}")
+        unknown = sorted({t for t in types if t not in ("sliding_attention", "full_attention")}, key=str)
+        if unknown:
+            raise UnsupportedError(f"{where}: layer type(s) {', '.join(map(repr, unknown))} are not supported "
+                                   "(sliding_attention, full_attention)")
+        flags = [t == "sliding_attention" for t in types]
+    else:
+        try:
+            flags = arch.sliding(cfg, n_layers)
+        except ValueError as e:
+            raise ModelFormatError(f"{where}: config.json {e}") from None
+    if window is None and not arch.local_rope:
+        flags = [False] * n_layers
+    return window, flags
+
+
+def _optional_float(cfg: dict, key: str, arch: ArchSpec, where: str) -> float:
+    """A positive number, or 0 for an absent-with-no-default / null key (feature off)."""
+    v = _optional(cfg, key, arch)
+    return 0.0 if v is None else _positive_float(v, key, where)
 
 
 def read_config(cfg: dict, where: str) -> CheckpointConfig:
@@ -115,9 +167,10 @@ def read_config(cfg: dict, where: str) -> CheckpointConfig:
     for flag in arch.refuse_when_true:
         if cfg.get(flag):
             raise UnsupportedError(f"{where}: config.json sets '{flag}', which akunu does not support for {model_type}")
-    act = cfg.get("hidden_act", cfg.get("hidden_activation", arch.activations[0]))
+    act_key = next((k for k in arch.activation_keys if cfg.get(k) is not None), None)
+    act = cfg[act_key] if act_key else arch.activations[0]
     if act not in arch.activations:
-        raise UnsupportedError(f"{where}: hidden_act '{act}' is not supported for {model_type} "
+        raise UnsupportedError(f"{where}: {act_key} '{act}' is not supported for {model_type} "
                                f"({', '.join(arch.activations)})")
     c = _core.ModelConfig()
     c.architecture = arch.architecture
@@ -132,28 +185,38 @@ def read_config(cfg: dict, where: str) -> CheckpointConfig:
     if c.n_heads % c.n_kv_heads != 0:
         raise ModelFormatError(f"{where}: num_attention_heads {c.n_heads} is not a multiple of num_key_value_heads "
                                f"{c.n_kv_heads}")
-    rotary = cfg.get("partial_rotary_factor", 1.0)
+    rope = rope_parameters(cfg, arch, where)
+    # transformers 5 keeps partial_rotary_factor in rope_parameters, older configs at the top
+    rotary = rope.get("partial_rotary_factor", cfg.get("partial_rotary_factor", 1.0))
     rotary = _positive_float(rotary, "partial_rotary_factor", where)
     c.rope_dim = int(c.head_dim * rotary)
     if c.head_dim % 2 or c.rope_dim % 2 or not 0 < c.rope_dim <= c.head_dim:
         raise ModelFormatError(f"{where}: head_dim {c.head_dim} / rotary dimension {c.rope_dim} must be even")
     c.max_seq_len = _positive_int(cfg, "max_position_embeddings", arch.defaults.get("max_position_embeddings", 2048),
                                   where)
-    # Mistral's sliding window: full attention is the same computation while the context fits in
-    # the window, so the trained context is capped at the window (Model refuses a larger one).
-    window = cfg.get("sliding_window")
-    if window is not None:
-        window = _positive_int(cfg, "sliding_window", None, where)
-        c.max_seq_len = min(c.max_seq_len, window)
     eps = cfg.get("rms_norm_eps", arch.defaults.get("rms_norm_eps", 1e-6))
     c.norm_eps = _positive_float(eps, "rms_norm_eps", where)
-    rope = rope_parameters(cfg, arch, where)
     c.rope_theta = rope["rope_theta"]
     c.rope_inv_freq = rope_frequencies(rope, c.rope_dim, where)
+
+    window, flags = _sliding(cfg, arch, c.n_layers, where)
+    c.sliding_window = window or 0
+    c.layer_sliding = [int(f) for f in flags]
+    if arch.local_rope and any(flags):
+        c.rope_inv_freq_local = rope_frequencies(rope_parameters(cfg, arch, where, "sliding_attention"), c.rope_dim,
+                                                 where)
+    if arch.embedding_scale_sqrt_dim:
+        c.embedding_scale = math.sqrt(c.dim)
+    if arch.query_scalar_key:
+        scalar = _optional_float(cfg, arch.query_scalar_key, arch, where)
+        c.attention_scale = scalar ** -0.5 if scalar else 0.0
+    if arch.read_softcaps:
+        c.attn_logit_softcap = _optional_float(cfg, "attn_logit_softcapping", arch, where)
+        c.final_logit_softcap = _optional_float(cfg, "final_logit_softcapping", arch, where)
     tied = cfg.get("tie_word_embeddings", arch.tied_default)
     if not isinstance(tied, bool):
         raise ModelFormatError(f"{where}: config.json 'tie_word_embeddings' must be true or false, got {tied!r}")
-    return CheckpointConfig(model_type, arch, c, tied, window)
+    return CheckpointConfig(model_type, arch, c, tied)
 
 
 # --------------------------------------------------------------------------------------
@@ -207,7 +270,6 @@ class LoadedCheckpoint:
     tokenizer: object  # HFTokenizer
     chat_template: str
     model_type: str
-    sliding_window: int | None
 
 
 def _canonical(name: str, arch: ArchSpec, n_layers: int, where: str) -> str | None:
@@ -269,7 +331,7 @@ def read_checkpoint(path: str | os.PathLike) -> LoadedCheckpoint:
         raise UnsupportedError(f"{path}: tensors akunu does not know how to use for model_type '{cc.model_type}': "
                                f"{shown}")
     required = ["token_embedding", "output_norm"] + ([] if cc.tied else ["output"])
-    required += [f"layers.{l}.{s}" for l in range(c.n_layers) for s in REQUIRED_LAYER_TENSORS]
+    required += [f"layers.{l}.{s}" for l in range(c.n_layers) for s in arch.layer_tensors.values()]
     missing = [r for r in required if r not in chosen]
     if missing:
         shown = ", ".join(_hf_name(m, arch) for m in missing[:5]) + (f", ... ({len(missing)} in all)"
@@ -301,8 +363,10 @@ def read_checkpoint(path: str | os.PathLike) -> LoadedCheckpoint:
         if t.dtype not in FLOAT_DTYPES and not (t.dtype == "U32" and entry.bits):
             raise UnsupportedError(f"{t.file}: tensor '{t.name}' has dtype {t.dtype}; akunu loads F32, F16 and BF16 "
                                    "tensors (and U32 only as MLX-packed weights)")
-        rows_by = arch.permute_rows.get(canonical.split(".", 2)[-1]) if canonical.startswith("layers.") else None
+        short = canonical.split(".", 2)[-1] if canonical.startswith("layers.") else canonical
+        rows_by = arch.permute_rows.get(short)
         entry.permute_heads = getattr(c, rows_by) if rows_by else 0
+        entry.add_one = short in arch.norms_plus_one
         tensors.append(entry)
 
     tokenizer = HFTokenizer.from_dir(path)
@@ -316,4 +380,4 @@ def read_checkpoint(path: str | os.PathLike) -> LoadedCheckpoint:
     ckpt.config = c
     ckpt.tensors = tensors
     ckpt.eog_ids = tokenizer.eog_ids
-    return LoadedCheckpoint(ckpt, tokenizer, read_chat_template(path), cc.model_type, cc.sliding_window)
+    return LoadedCheckpoint(ckpt, tokenizer, read_chat_template(path), cc.model_type)

@@ -8,7 +8,6 @@ import threading
 from typing import Iterable, Iterator, Sequence
 
 from . import _core
-from ._core import UnsupportedError
 from .chat_template import render_chat
 from .stop import StopMatcher
 
@@ -47,10 +46,6 @@ class Model(_core.Model):
                                         "Hugging Face checkpoint directory (config.json, *.safetensors, tokenizer.json)")
 
             loaded = read_checkpoint(path)
-            limit = loaded.checkpoint.config.max_seq_len
-            if loaded.sliding_window and context_length and context_length > limit:
-                raise UnsupportedError(f"{path}: context_length {context_length} exceeds the model's sliding window "
-                                       f"of {loaded.sliding_window} tokens, which akunu does not implement")
             super().__init__(loaded.checkpoint, backend, context_length or 0, threads or 0)
             self._hf_tokenizer = loaded.tokenizer
             self._hf_chat_template = loaded.chat_template

@@ -73,7 +73,14 @@ void bind_checkpoint(nb::module_ &m) {
         .def_rw("max_seq_len", &ModelConfig::max_seq_len)
         .def_rw("norm_eps", &ModelConfig::norm_eps)
         .def_rw("rope_theta", &ModelConfig::rope_theta)
-        .def_rw("rope_inv_freq", &ModelConfig::rope_inv_freq);
+        .def_rw("rope_inv_freq", &ModelConfig::rope_inv_freq)
+        .def_rw("rope_inv_freq_local", &ModelConfig::rope_inv_freq_local)
+        .def_rw("attention_scale", &ModelConfig::attention_scale)
+        .def_rw("embedding_scale", &ModelConfig::embedding_scale)
+        .def_rw("attn_logit_softcap", &ModelConfig::attn_logit_softcap)
+        .def_rw("final_logit_softcap", &ModelConfig::final_logit_softcap)
+        .def_rw("sliding_window", &ModelConfig::sliding_window)
+        .def_rw("layer_sliding", &ModelConfig::layer_sliding);
 
     nb::class_<CheckpointSlice>(m, "CheckpointSlice", "One tensor's bytes inside a .safetensors file.")
         .def(nb::init<>())
@@ -92,7 +99,8 @@ void bind_checkpoint(nb::module_ &m) {
         .def_rw("group_size", &CheckpointTensor::group_size)
         .def_rw("scales", &CheckpointTensor::scales)
         .def_rw("biases", &CheckpointTensor::biases)
-        .def_rw("permute_heads", &CheckpointTensor::permute_heads);
+        .def_rw("permute_heads", &CheckpointTensor::permute_heads)
+        .def_rw("add_one", &CheckpointTensor::add_one);
 
     nb::class_<HFCheckpoint>(m, "HFCheckpoint", "A Hugging Face checkpoint directory as a plain table.")
         .def(nb::init<>())

@@ -37,6 +37,18 @@ void validate_checkpoint_config(const HFCheckpoint &checkpoint) {
                                std::to_string(c.rope_dim / 2));
     for (float f : c.rope_inv_freq)
         if (!std::isfinite(f) || !(f > 0)) throw ModelFormatError(p + ": RoPE frequencies must be finite and positive");
+    if (!c.rope_inv_freq_local.empty() && c.rope_inv_freq_local.size() != c.rope_dim / 2)
+        throw ModelFormatError(p + ": " + std::to_string(c.rope_inv_freq_local.size()) +
+                               " local RoPE frequencies, expected " + std::to_string(c.rope_dim / 2));
+    for (float f : c.rope_inv_freq_local)
+        if (!std::isfinite(f) || !(f > 0))
+            throw ModelFormatError(p + ": local RoPE frequencies must be finite and positive");
+    if (!c.layer_sliding.empty() && c.layer_sliding.size() != c.n_layers)
+        throw ModelFormatError(p + ": " + std::to_string(c.layer_sliding.size()) + " sliding-layer flags for " +
+                               std::to_string(c.n_layers) + " layers");
+    for (float v : {c.attention_scale, c.embedding_scale, c.attn_logit_softcap, c.final_logit_softcap})
+        if (!std::isfinite(v) || v < 0)
+            throw ModelFormatError(p + ": attention/embedding scales and softcaps must be finite and non-negative");
     for (int32_t id : checkpoint.eog_ids)
         if (id < 0 || (uint32_t)id >= c.vocab_size)
             throw ModelFormatError(p + ": end-of-generation token id " + std::to_string(id) + " is outside the vocabulary");

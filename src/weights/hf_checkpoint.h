@@ -36,6 +36,9 @@ struct CheckpointTensor {
     // this many heads into the interleaved (adjacent pairs) order the RoPE kernel expects.
     // 0: keep the order.
     uint32_t permute_heads = 0;
+    // A norm weight the model multiplies by (1 + w) (Gemma): stored as w, loaded as F32 w + 1 so
+    // the common RMSNorm kernels (which multiply by the weight) compute the same thing.
+    bool add_one = false;
 };
 
 struct HFCheckpoint {
@@ -50,7 +53,9 @@ struct HFCheckpoint {
 
 // The config as the engine needs it (the Python reader checks the same things with friendlier
 // messages; this guards the kernels against any caller): positive sizes, heads that divide,
-// even head/rope dims, rope_dim / 2 finite positive frequencies, a known architecture.
+// even head/rope dims, rope_dim / 2 finite positive frequencies (and as many local ones, if
+// any), one sliding flag per layer (or none), finite non-negative scales and softcaps, a known
+// architecture.
 // Throws ModelFormatError / UnsupportedError naming the checkpoint and the field.
 void validate_checkpoint_config(const HFCheckpoint &checkpoint);
 

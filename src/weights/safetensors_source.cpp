@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "core/errors.h"
+#include "core/half.h"
 #include "weights/mlx_quant.h"
 
 namespace akunu {
@@ -121,6 +122,25 @@ TensorView SafeTensorsSource::plain_tensor(const CheckpointTensor &t) {
     const uint8_t *data = locate(s);
     const uint64_t rows = s.shape.size() == 2 ? s.shape[0] : 0;
     const uint64_t cols = s.shape.back();
+    if (t.add_one) {  // (1 + w) norm weight: F32 w + 1, rounded once, as transformers computes it
+        if (rows || t.permute_heads)
+            throw ModelFormatError(where(s) + " has shape " + shape_str(s.shape) +
+                                   "; a (1 + w) norm weight must be a vector");
+        AlignedBytes out(cols * sizeof(float));
+        for (uint64_t i = 0; i < cols; ++i) {
+            float w;
+            if (type->dtype == DType::F32) {
+                std::memcpy(&w, data + 4 * i, 4);
+            } else {
+                uint16_t h;
+                std::memcpy(&h, data + 2 * i, 2);
+                w = type->dtype == DType::F16 ? half_bits_to_float(h) : bf16_bits_to_float(h);
+            }
+            w += 1.0f;
+            std::memcpy(out.data() + 4 * i, &w, 4);
+        }
+        return owned_view(t, DType::F32, std::move(out), 0, cols);
+    }
     if (t.permute_heads) {  // a matrix's rows, or a vector's elements (a projection's bias)
         const uint64_t units = s.shape[0];
         if (units % (2ull * t.permute_heads) != 0)
@@ -148,6 +168,7 @@ TensorView SafeTensorsSource::plain_tensor(const CheckpointTensor &t) {
 
 TensorView SafeTensorsSource::quantized_tensor(const CheckpointTensor &t) {
     const CheckpointSlice &w = t.data;
+    if (t.add_one) throw ModelFormatError(where(w) + " is quantized, but it is a (1 + w) norm weight (a vector)");
     if (t.bits < 2 || t.bits > 8 || t.bits == 7)
         throw UnsupportedError(where(w) + ": MLX quantization with " + std::to_string(t.bits) +
                                " bits is not supported (2, 3, 4, 5, 6, 8)");

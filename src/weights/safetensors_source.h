@@ -4,6 +4,7 @@
 //   - Q/K projections: rows reordered from HF's rotate-half layout to interleaved pairs (the
 //     GGUF layout), so the hot path keeps its one RoPE kernel;
 //   - MLX-quantized matrices: converted by convert_mlx_matrix (Q4_1, or dequantized);
+//   - (1 + w) norm weights (Gemma): F32 w + 1;
 //   - data not aligned to its element size (a float read must not straddle; SafeTensors itself
 //     only pads its header to 8 bytes, so 32-byte alignment cannot be asked for).
 // Every offset, size, dtype and shape is checked against the real files first; problems throw

@@ -106,6 +106,7 @@ std::unique_ptr<WeightProvider> WeightProvider::open_checkpoint(const HFCheckpoi
     wp->config_ = checkpoint.config;
     wp->safetensors_ = SafeTensorsSource::open(checkpoint);
     wp->tensors_ = wp->safetensors_->tensors();
+    wp->split_fused_tensors();
     wp->check_shapes();
     return wp;
 }
@@ -114,6 +115,7 @@ void WeightProvider::release_host_copies(const std::set<const void *> &in_use) {
     if (!safetensors_) return;
     safetensors_->release_unused(in_use);
     tensors_ = safetensors_->tensors();
+    split_fused_tensors();
 }
 
 size_t WeightProvider::owned_bytes() const { return safetensors_ ? safetensors_->converted_bytes() : 0; }
@@ -274,7 +276,7 @@ void WeightProvider::split_fused_tensors() {
         uint64_t total = 0;
         for (const auto &p : parts) total += p.second;
         if (t.dims.size() != 2 || t.dims[1] != total || t.dims[0] == 0)
-            throw ModelFormatError(gguf_->path() + ": tensor '" + t.file_name + "' has shape " + dims_str(t.dims) +
+            throw ModelFormatError(path_ + ": tensor '" + t.file_name + "' has shape " + dims_str(t.dims) +
                                    ", expected [" + std::to_string(t.dims.empty() ? 0 : t.dims[0]) + ", " +
                                    std::to_string(total) + "]");
         const size_t row_bytes = t.n_bytes / total;
@@ -282,7 +284,7 @@ void WeightProvider::split_fused_tensors() {
         for (const auto &p : parts) {
             TensorView v = t;
             v.dims = {t.dims[0], p.second};
-            v.data = t.data + row * row_bytes;
+            v.data = t.data ? t.data + row * row_bytes : nullptr;  // released after upload: stays so
             v.n_bytes = (size_t)p.second * row_bytes;
             tensors_[p.first] = v;
             row += p.second;
@@ -295,12 +297,12 @@ void WeightProvider::split_fused_tensors() {
             split(L(tensor_names::kQKV), {{L(tensor_names::kQ), c.q_dim()},
                                           {L(tensor_names::kK), c.kv_dim()},
                                           {L(tensor_names::kV), c.kv_dim()}});
-        // No ffn_gate: ffn_up holds gate then up (Phi-3).
+        // No ffn_gate: ffn_up holds gate then up (Phi-3's GGUF); checkpoints name it ffn.gate_up.
         if (!has(L(tensor_names::kGate)) && has(L(tensor_names::kUp)) && get(L(tensor_names::kUp)).dims.size() == 2 &&
-            get(L(tensor_names::kUp)).dims[1] == 2ull * c.ffn_dim) {
+            get(L(tensor_names::kUp)).dims[1] == 2ull * c.ffn_dim)
             tensors_[L(tensor_names::kGateUp)] = get(L(tensor_names::kUp));
+        if (has(L(tensor_names::kGateUp)))
             split(L(tensor_names::kGateUp), {{L(tensor_names::kGate), c.ffn_dim}, {L(tensor_names::kUp), c.ffn_dim}});
-        }
     }
 }
 

@@ -242,16 +242,12 @@ ST_ARCH = {"qwen2_f16": (gm.ARCH_BASE["qwen2"], "F16"), "gemma3_bf16": (gm.ARCH_
 def st_arch_pair(tmp_path_factory, llama_spm_tokenizer_ref):
     """name in ST_ARCH -> (cpu Model, cuda Model) of the same save_pretrained checkpoint."""
     tok = hc.export_tokenizer(tmp_path_factory.mktemp("st_arch_tok"), llama_spm_tokenizer_ref)
-    cache = {}
 
-    def get(name):
-        if name not in cache:
-            spec, dtype = ST_ARCH[name]
-            path, _ = hc.save_arch_checkpoint(spec, tmp_path_factory.mktemp(name), tok, dtype)
-            cache[name] = (akunu.Model(str(path), backend="cpu"), akunu.Model(str(path), backend="cuda"))
-        return cache[name]
+    def build(name):
+        spec, dtype = ST_ARCH[name]
+        return hc.save_arch_checkpoint(spec, tmp_path_factory.mktemp(name), tok, dtype)[0]
 
-    return get
+    return cpu_cuda_pairs(build)
 
 
 @pytest.mark.parametrize("name", list(ST_ARCH))
@@ -260,12 +256,7 @@ def test_safetensors_arch_logits_match_cpu(name, st_arch_pair):
     with the CPU (tests/test_safetensors_architectures.py checks the CPU against transformers)."""
     cpu, cuda = st_arch_pair(name)
     assert cuda.format == "safetensors"
-    ids = _tokens(cpu)
-    ref = np.asarray(cpu.logits(ids))
-    got = np.asarray(cuda.logits(ids))
-    assert np.isfinite(got).all()
-    c = gm.compare_logits(ref, got)
-    assert c["agree"] >= MIN_AGREE and c["kl_mean"] <= MAX_KL, c
+    assert_logits_match(cpu, cuda)
 
 
 @pytest.mark.parametrize("name", ["gemma3_bf16", "phi3_f16"])

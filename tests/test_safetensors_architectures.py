@@ -25,8 +25,6 @@ import pytest
 import gguf_models as gm
 import hf_checkpoints as hc
 
-MIN_AGREE, MAX_KL = 0.99, 1e-3
-
 # name -> (family spec, stored dtype, shard size). F32/F16/BF16 each carry a Gemma (the + 1 is
 # added to each dtype's stored value).
 CASES = {
@@ -43,16 +41,9 @@ ARCHITECTURE = {"qwen2": "qwen2", "qwen3": "qwen3", "mistral": "llama", "gemma":
                 "gemma3": "gemma3", "phi3": "phi3"}
 
 
-def _criterion(ref, got) -> tuple[bool, dict]:
-    c = gm.compare_logits(ref, got)
-    return c["agree"] >= MIN_AGREE and c["kl_mean"] <= MAX_KL, c
-
-
 @pytest.fixture(scope="module")
-def tokens(llama_spm_tokenizer_ref):
-    ids = gm.varied_tokens(llama_spm_tokenizer_ref)
-    assert len(ids) >= 256
-    return ids
+def tokens(varied_ids):
+    return varied_ids
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +94,7 @@ def test_logits_match_transformers(name, checkpoint, tokens, akunu_mod):
     assert matrices == {dtype}, matrices
     got = m.logits(tokens)
     assert got.shape == ref.shape and got.dtype == np.float32 and np.isfinite(got).all()
-    ok, c = _criterion(ref, got)
+    ok, c = gm.criterion(ref, got)
     assert ok, f"{name}: {c}"
 
 
@@ -148,7 +139,7 @@ def test_wrong_table_entry_fails_the_criterion(name, broken, model_type, edit, c
 
     path, ref = checkpoint(name)
     monkeypatch.setitem(hf_architectures.ARCHITECTURES, model_type, edit(hf_architectures.ARCHITECTURES[model_type]))
-    ok, c = _criterion(ref, akunu_mod.Model(str(path), backend="cpu").logits(tokens))
+    ok, c = gm.criterion(ref, akunu_mod.Model(str(path), backend="cpu").logits(tokens))
     assert not ok, f"{name} loaded with {broken} still passes: {c}"
 
 
@@ -171,7 +162,7 @@ WRONG_CONFIG = [
 def test_misread_config_fails_the_criterion(name, misread, edit, checkpoint, tokens, tmp_path, akunu_mod):
     path, ref = checkpoint(name)
     wrong = _edited_copy(path, tmp_path / "wrong", edit)
-    ok, c = _criterion(ref, akunu_mod.Model(str(wrong), backend="cpu").logits(tokens))
+    ok, c = gm.criterion(ref, akunu_mod.Model(str(wrong), backend="cpu").logits(tokens))
     assert not ok, f"{name} with {misread} misread still passes: {c}"
 
 
@@ -220,10 +211,10 @@ def test_qwen2_window_from_max_window_layers(checkpoint, tokens, tmp_path, akunu
     assert (m.config["sliding_window"], m.config["sliding_layers"]) == (16, [False, True])
     ref = gm.hf_logits(hc.load_reference(on), tokens)
     assert ref.shape == (len(tokens), 32000)
-    ok, c = _criterion(ref, m.logits(tokens))
+    ok, c = gm.criterion(ref, m.logits(tokens))
     assert ok, c
     _, full = checkpoint("qwen2_f16")
-    assert not _criterion(ref, full)[0], "the window must change the model"
+    assert not gm.criterion(ref, full)[0], "the window must change the model"
 
 
 # ------------------------------------------------------------------ MLX, refusals
@@ -235,7 +226,7 @@ def test_mlx_gemma3_matches_transformers_on_dequantized_weights(tmp_path, tokeni
     path, ref, _ = hc.save_mlx_checkpoint(gm.ARCH_BASE["gemma3"], tmp_path / "mlx", tokenizer_dir, 4, 64)
     m = akunu_mod.Model(str(path), backend="cpu")
     assert m.format == "mlx" and m.config["architecture"] == "gemma3"
-    ok, c = _criterion(gm.hf_logits(ref, tokens), m.logits(tokens))
+    ok, c = gm.criterion(gm.hf_logits(ref, tokens), m.logits(tokens))
     assert ok, c
 
 

@@ -15,6 +15,7 @@
 #include <algorithm>
 
 #include "backend/cpu/kquant_decode.h"
+#include "backend/cpu/quant_helpers.h"
 #include "backend/cpu/simd_config.h"
 #include "backend/cpu/tile_table.h"
 
@@ -43,8 +44,6 @@ template <DType T> AKUNU_NO_FP_CONTRACT void dequant_row(const uint8_t *src, flo
         }
     }
 }
-
-inline void store_out(float *y, float v, bool accumulate) { *y = accumulate ? *y + v : v; }
 
 // Tiles: 2 weight rows x M while M is small (decode; 4 rows measured no faster on Zen 3, and Q6_K's
 // direct path spills with 4), 2 x 4 for prefill (decoded blocks are reused by 4 activation rows).

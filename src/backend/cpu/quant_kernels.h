@@ -52,6 +52,8 @@ struct GemmArgs {
     bool repacked = false;
 };
 void gemm_rows(const GemmArgs &args, int64_t n_begin, int64_t n_end);
+// gemm_rows for args.repacked (r8_layout.cpp).
+void gemm_rows_repacked(const GemmArgs &args, int64_t n_begin, int64_t n_end);
 
 // ---- Load-time repacking ("r8" layout, Q4_0, Q4_1 and Q8_0) ----
 // Rows are taken in groups of 8 (the last group padded with zero rows); a group is stored block

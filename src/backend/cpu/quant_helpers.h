@@ -1,0 +1,30 @@
+// Small inline helpers shared by the quantized row kernels (quant_kernels.cpp, r8_layout.cpp).
+#pragma once
+#include <cstdint>
+
+#include "backend/cpu/quant_kernels.h"
+#include "backend/cpu/simd_config.h"
+
+namespace akunu::cpu {
+
+#if defined(AKUNU_CPU_AVX2)
+// Hardware conversion for scales inside the dot products (quiets sNaN; irrelevant there).
+inline float fp16_scale(uint16_t h) { return _cvtsh_ss(h); }
+
+// 16 bytes of nibbles -> 32 bytes in element order: low nibbles (elements 0..15) in the low
+// 128-bit lane, high nibbles (elements 16..31) in the high lane. Values 0..15.
+// Broadcasting the 16 bytes to both lanes is a pure load; a per-lane shift count (0 | 4) then
+// brings the high nibbles down in the upper lane only.
+inline __m256i unpack_nibbles(const uint8_t *qs) {
+    const __m256i both = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)qs));
+    const __m256i shifted = _mm256_srlv_epi64(both, _mm256_setr_epi64x(0, 0, 4, 4));
+    return _mm256_and_si256(shifted, _mm256_set1_epi8(0x0f));
+}
+#else
+inline float fp16_scale(uint16_t h) { return fp16_to_f32(h); }
+#endif
+
+// A GEMM output element: written, or added to what is there (the fused residual add).
+inline void store_out(float *y, float v, bool accumulate) { *y = accumulate ? *y + v : v; }
+
+}  // namespace akunu::cpu

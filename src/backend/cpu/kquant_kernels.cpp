@@ -90,22 +90,12 @@ template <DType T, int RN, int RM> [[maybe_unused]] void tile_scalar(const GemmA
 template <DType T, int RN, int RM> void tile_avx2_block32(const GemmArgs &a, const uint8_t *w, const uint8_t *x, float *y) {
     using F = Format<T>;
     static_assert(kActBlocks<T> == 1 && !F::kGroup16 && !F::kMin16, "one scale and min per 32-element block");
-    const uint8_t *w_rows[RN];
-    const BlockQ16Act *x_rows[RM];
-    AKUNU_UNROLL
-    for (int r = 0; r < RN; ++r) w_rows[r] = w + r * a.w_row_bytes;
-    AKUNU_UNROLL
-    for (int m = 0; m < RM; ++m) x_rows[m] = reinterpret_cast<const BlockQ16Act *>(x + m * a.x_row_bytes);
+    const TileRows<uint8_t, BlockQ16Act, RN, RM> rows(a, w, x);
+    const auto &w_rows = rows.w;
+    const auto &x_rows = rows.x;
 
-    __m256 acc[RM][RN];
-    float min_acc[RM][RN];  // Σ min * activation block sum
-    AKUNU_UNROLL
-    for (int m = 0; m < RM; ++m)
-        AKUNU_UNROLL
-        for (int r = 0; r < RN; ++r) {
-            acc[m][r] = _mm256_setzero_ps();
-            min_acc[m][r] = 0.0f;
-        }
+    __m256 acc[RM][RN] = {};
+    float min_acc[RM][RN] = {};  // Σ min * activation block sum
 
     typename F::Dec dec[RN];
     for (int64_t b = 0; b < a.K / QK_ACT; ++b) {
@@ -155,17 +145,10 @@ template <DType T, int RN, int RM> void tile_avx2_super(const GemmArgs &a, const
     using F = Format<T>;
     constexpr bool kDirect = RM <= kSmallM;
     static_assert(kActBlocks<T> == 8, "superblocks are 8 activation blocks");
-    const uint8_t *w_rows[RN];
-    const BlockQ16Act *x_rows[RM];
-    AKUNU_UNROLL
-    for (int r = 0; r < RN; ++r) w_rows[r] = w + r * a.w_row_bytes;
-    AKUNU_UNROLL
-    for (int m = 0; m < RM; ++m) x_rows[m] = reinterpret_cast<const BlockQ16Act *>(x + m * a.x_row_bytes);
-    __m256 acc[RM][RN];
-    AKUNU_UNROLL
-    for (int m = 0; m < RM; ++m)
-        AKUNU_UNROLL
-        for (int r = 0; r < RN; ++r) acc[m][r] = _mm256_setzero_ps();
+    const TileRows<uint8_t, BlockQ16Act, RN, RM> rows(a, w, x);
+    const auto &w_rows = rows.w;
+    const auto &x_rows = rows.x;
+    __m256 acc[RM][RN] = {};
 
     typename F::Dec dec[RN];                   // factors (the quants stay in registers or in q16)
     alignas(32) int16_t q16[kDirect ? 1 : RN][QK_K];  // per block j: its 16 even, then 16 odd elements

@@ -24,6 +24,17 @@ inline __m256i unpack_nibbles(const uint8_t *qs) {
 inline float fp16_scale(uint16_t h) { return fp16_to_f32(h); }
 #endif
 
+// The rows of an RN x RM GEMM tile: weight rows (as W) a.w_row_bytes apart from w0, activation rows
+// (as X) a.x_row_bytes apart from x0.
+template <class W, class X, int RN, int RM> struct TileRows {
+    const W *w[RN];
+    const X *x[RM];
+    TileRows(const GemmArgs &a, const uint8_t *w0, const uint8_t *x0) {
+        for (int r = 0; r < RN; ++r) w[r] = reinterpret_cast<const W *>(w0 + r * a.w_row_bytes);
+        for (int m = 0; m < RM; ++m) x[m] = reinterpret_cast<const X *>(x0 + m * a.x_row_bytes);
+    }
+};
+
 // A GEMM output element: written, or added to what is there (the fused residual add).
 inline void store_out(float *y, float v, bool accumulate) { *y = accumulate ? *y + v : v; }
 

@@ -498,18 +498,11 @@ template <> inline __m256 load8_weights<DType::BF16>(const uint8_t *row, int64_t
 }
 
 template <DType T, int RN, int RM> void tile_float_avx2(const GemmArgs &a, const uint8_t *w, const uint8_t *x, float *y) {
-    const uint8_t *w_rows[RN];
-    const float *x_rows[RM];
-    AKUNU_UNROLL
-    for (int r = 0; r < RN; ++r) w_rows[r] = w + r * a.w_row_bytes;
-    AKUNU_UNROLL
-    for (int m = 0; m < RM; ++m) x_rows[m] = reinterpret_cast<const float *>(x + m * a.x_row_bytes);
+    const TileRows<uint8_t, float, RN, RM> rows(a, w, x);
+    const auto &w_rows = rows.w;
+    const auto &x_rows = rows.x;
 
-    __m256 acc[RM][RN];
-    AKUNU_UNROLL
-    for (int m = 0; m < RM; ++m)
-        AKUNU_UNROLL
-        for (int r = 0; r < RN; ++r) acc[m][r] = _mm256_setzero_ps();
+    __m256 acc[RM][RN] = {};
 
     const int64_t K = a.K, K8 = K & ~int64_t(7);
     for (int64_t i = 0; i < K8; i += 8) {
@@ -570,22 +563,12 @@ inline void unpack_q8_i16(const int8_t *qs, __m256i &even, __m256i &odd) {
 // Per (weight row, activation row) and block: two madds, an add, a conversion and an FMA.
 template <DType T, int RN, int RM> void tile_quant_avx2(const GemmArgs &a, const uint8_t *w, const uint8_t *x, float *y) {
     using WBlock = typename QuantBlock<T>::type;
-    const WBlock *w_rows[RN];
-    const BlockQ16Act *x_rows[RM];
-    AKUNU_UNROLL
-    for (int r = 0; r < RN; ++r) w_rows[r] = reinterpret_cast<const WBlock *>(w + r * a.w_row_bytes);
-    AKUNU_UNROLL
-    for (int m = 0; m < RM; ++m) x_rows[m] = reinterpret_cast<const BlockQ16Act *>(x + m * a.x_row_bytes);
+    const TileRows<WBlock, BlockQ16Act, RN, RM> rows(a, w, x);
+    const auto &w_rows = rows.w;
+    const auto &x_rows = rows.x;
 
-    __m256 acc[RM][RN];
-    float min_acc[RM][RN];  // Q4_1: Σ m_w * sum_a
-    AKUNU_UNROLL
-    for (int m = 0; m < RM; ++m)
-        AKUNU_UNROLL
-        for (int r = 0; r < RN; ++r) {
-            acc[m][r] = _mm256_setzero_ps();
-            min_acc[m][r] = 0.0f;
-        }
+    __m256 acc[RM][RN] = {};
+    float min_acc[RM][RN] = {};  // Q4_1: Σ m_w * sum_a
 
     const int64_t nb = a.K / QK_ACT;
     for (int64_t b = 0; b < nb; ++b) {

@@ -18,7 +18,6 @@ import numpy as np
 
 import gguf
 from gguf import GGMLQuantizationType as QT
-from gguf import GGUFWriter
 
 IQ4_VALUES = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113], dtype=np.float32)
 
@@ -240,38 +239,12 @@ CASES = {c.name: c for c in [
 
 
 def write_case_gguf(path: Path, case: KQuantCase, tensors: dict[str, np.ndarray]) -> Path:
-    """Like gguf_models.write_gguf, with each 2-D tensor quantized to case.matrix_dtype(name)."""
+    """gguf_models.write_gguf, with each 2-D tensor quantized to case.matrix_dtype(name) by quantize()."""
     import gguf_models as gm
 
-    spec = case.spec
-    w = GGUFWriter(str(path), "llama")
-    w.add_name(f"akunu-tiny-{spec.name}")
-    w.add_type("model")
-    w.add_context_length(spec.context_length)
-    w.add_embedding_length(spec.hidden)
-    w.add_block_count(spec.n_layers)
-    w.add_feed_forward_length(spec.ffn)
-    w.add_rope_dimension_count(spec.head_dim)
-    w.add_head_count(spec.n_heads)
-    w.add_head_count_kv(spec.n_kv_heads)
-    w.add_rope_freq_base(spec.rope_theta)
-    w.add_layer_norm_rms_eps(spec.norm_eps)
-    w.add_file_type(gguf.LlamaFileType.MOSTLY_Q4_K_M)
-    vocab = gm._copy_tokenizer_kv(w, gm.VOCAB_GGUF)
-    w.add_vocab_size(vocab)
-    w.add_quantization_version(gguf.GGML_QUANT_VERSION)
-    for name, arr in tensors.items():
-        arr = np.ascontiguousarray(arr, dtype=np.float32)
-        if arr.ndim == 1:
-            w.add_tensor(name, arr)
-        else:
-            t = case.matrix_dtype(name)
-            w.add_tensor(name, quantize(arr, t), raw_dtype=t)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return path
+    mixed = {name: case.matrix_dtype(name) for name, arr in tensors.items() if np.ndim(arr) == 2}
+    return gm.write_gguf(path, case.spec, tensors, dtype_override=mixed, quantize=quantize,
+                         file_type=gguf.LlamaFileType.MOSTLY_Q4_K_M)
 
 
 def build_case_gguf(case: KQuantCase, out_dir: Path):

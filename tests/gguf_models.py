@@ -266,10 +266,12 @@ def gguf_tensors_from_hf(model, spec: TinySpec) -> dict[str, np.ndarray]:
 
 def write_gguf(path: Path, spec: TinySpec, tensors: dict[str, np.ndarray], *, arch: str = "llama",
                vocab_src: Path = VOCAB_GGUF, dtype_override: dict[str, QT] | None = None,
-               rope_dim: int | None = None, extra_kv=None) -> Path:
+               rope_dim: int | None = None, extra_kv=None, quantize=None, file_type=None) -> Path:
     """Write ``tensors`` (float32, GGUF names) with llama.cpp's metadata for ``spec``.
 
-    ``dtype_override`` maps tensor name -> ggml type to force (used by bad-input tests).
+    ``dtype_override`` maps tensor name -> ggml type to force (bad-input tests, mixed-dtype files).
+    ``quantize(arr, qtype)`` -> GGUF block bytes replaces gguf-py's quantizer (which falls back to a
+    random payload for the types it cannot quantize); ``file_type`` overrides general.file_type.
     ``rope_dim`` overrides rope.dimension_count (partial rotary); ``extra_kv(writer)`` adds an
     architecture's own keys (sliding window, softcaps, ...).
     """
@@ -292,7 +294,7 @@ def write_gguf(path: Path, spec: TinySpec, tensors: dict[str, np.ndarray], *, ar
         w.add_value_length(spec.head_dim)
     if extra_kv is not None:
         extra_kv(w)
-    w.add_file_type(ftype)
+    w.add_file_type(ftype if file_type is None else file_type)
     vocab = _copy_tokenizer_kv(w, vocab_src)
     w.add_vocab_size(vocab)
     w.add_quantization_version(gguf.GGML_QUANT_VERSION)
@@ -305,6 +307,8 @@ def write_gguf(path: Path, spec: TinySpec, tensors: dict[str, np.ndarray], *, ar
             w.add_tensor(name, arr)
         elif t == QT.F16:
             w.add_tensor(name, arr.astype(np.float16))
+        elif quantize is not None:
+            w.add_tensor(name, quantize(arr, t), raw_dtype=t)
         else:
             try:
                 q = gguf.quants.quantize(arr, t)

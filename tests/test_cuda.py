@@ -15,7 +15,8 @@ import pytest
 import akunu
 
 if not getattr(akunu._core, "cuda_available", lambda: False)():
-    pytest.skip("no CUDA device (or akunu built without CUDA)", allow_module_level=True)
+    pytest.skip("CUDA vs CPU tests need an NVIDIA GPU: no CUDA device is visible (or akunu was built without CUDA)",
+                allow_module_level=True)
 
 import gguf  # noqa: E402
 from gguf import GGMLQuantizationType as QT  # noqa: E402

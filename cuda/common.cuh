@@ -111,7 +111,9 @@ __device__ __forceinline__ float load_f16(const uint8_t *p) {
     return __half2float(__ushort_as_half(__ldg(reinterpret_cast<const unsigned short *>(p))));
 }
 
-// Every format exposes, per 32-element block:
+// Every format read as GGUF rows (the float formats here, the group-scaled ones in
+// cuda/formats_kquant.cuh; Q4_0 / Q4_1 / Q8_0 are repacked, cuda/formats_g8.cuh) exposes, per
+// 32-element block:
 //   kBlockBytes                      bytes of one block of 32 weights
 //   dot8(blk, i, xa, xb)             the dot over slice i (0..3) of the block: elements 4i..4i+3
 //                                    (with xa) and 16+4i..16+4i+3 (with xb), the pairing of a Q4
@@ -124,73 +126,6 @@ __device__ __forceinline__ float dot4(float4 x, float a, float b, float c, float
     return fmaf(a, x.x, fmaf(b, x.y, fmaf(c, x.z, fmaf(d, x.w, s))));
 }
 __device__ __forceinline__ float hsum4(float4 x) { return (x.x + x.y) + (x.z + x.w); }
-
-struct FmtQ4_0 {
-    static constexpr int kBlockBytes = sizeof(BlockQ4_0);
-    __device__ static float dot8(const uint8_t *blk, int i, float4 xa, float4 xb) {
-        const float d = load_f16(blk);
-        const uint32_t q = load_u32_a2(blk + 2 + 4 * i);
-        const uint32_t lo = q & 0x0F0F0F0Fu, hi = (q >> 4) & 0x0F0F0F0Fu;
-        float s = dot4(xa, byte_as_float(lo, 0), byte_as_float(lo, 1), byte_as_float(lo, 2), byte_as_float(lo, 3), 0.f);
-        s = dot4(xb, byte_as_float(hi, 0), byte_as_float(hi, 1), byte_as_float(hi, 2), byte_as_float(hi, 3), s);
-        return (s - 8.f * (hsum4(xa) + hsum4(xb))) * d;  // nibble - 8, folded into one term
-    }
-    __device__ static void dequant_half(const uint8_t *blk, int h, float *out) {
-        const float d = load_f16(blk);
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const uint32_t q = load_u32_a2(blk + 2 + 4 * i);
-            const uint32_t v = h ? (q >> 4) & 0x0F0F0F0Fu : q & 0x0F0F0F0Fu;
-#pragma unroll
-            for (int b = 0; b < 4; ++b) out[4 * i + b] = (byte_as_float(v, b) - 8.f) * d;
-        }
-    }
-};
-
-struct FmtQ4_1 {
-    static constexpr int kBlockBytes = sizeof(BlockQ4_1);
-    // Q4_1's offset: sum_j (n_j d + m) x_j = d sum n_j x_j + m sum x_j.
-    __device__ static float dot8(const uint8_t *blk, int i, float4 xa, float4 xb) {
-        const float d = load_f16(blk), m = load_f16(blk + 2);
-        const uint32_t q = __ldg(reinterpret_cast<const uint32_t *>(blk + 4 + 4 * i));  // 4-byte aligned
-        const uint32_t lo = q & 0x0F0F0F0Fu, hi = (q >> 4) & 0x0F0F0F0Fu;
-        float s = dot4(xa, byte_as_float(lo, 0), byte_as_float(lo, 1), byte_as_float(lo, 2), byte_as_float(lo, 3), 0.f);
-        s = dot4(xb, byte_as_float(hi, 0), byte_as_float(hi, 1), byte_as_float(hi, 2), byte_as_float(hi, 3), s);
-        return s * d + (hsum4(xa) + hsum4(xb)) * m;
-    }
-    __device__ static void dequant_half(const uint8_t *blk, int h, float *out) {
-        const float d = load_f16(blk), m = load_f16(blk + 2);
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const uint32_t q = __ldg(reinterpret_cast<const uint32_t *>(blk + 4 + 4 * i));
-            const uint32_t v = h ? (q >> 4) & 0x0F0F0F0Fu : q & 0x0F0F0F0Fu;
-#pragma unroll
-            for (int b = 0; b < 4; ++b) out[4 * i + b] = byte_as_float(v, b) * d + m;
-        }
-    }
-};
-
-struct FmtQ8_0 {
-    static constexpr int kBlockBytes = sizeof(BlockQ8_0);
-    // int8 -> float: flip the sign bit to get q + 128 as an unsigned byte, then subtract.
-    __device__ static float dot8(const uint8_t *blk, int i, float4 xa, float4 xb) {
-        const float d = load_f16(blk);
-        const uint32_t a = load_u32_a2(blk + 2 + 4 * i) ^ 0x80808080u;
-        const uint32_t b = load_u32_a2(blk + 18 + 4 * i) ^ 0x80808080u;
-        float s = dot4(xa, byte_as_float(a, 0), byte_as_float(a, 1), byte_as_float(a, 2), byte_as_float(a, 3), 0.f);
-        s = dot4(xb, byte_as_float(b, 0), byte_as_float(b, 1), byte_as_float(b, 2), byte_as_float(b, 3), s);
-        return (s - 128.f * (hsum4(xa) + hsum4(xb))) * d;
-    }
-    __device__ static void dequant_half(const uint8_t *blk, int h, float *out) {
-        const float d = load_f16(blk);
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const uint32_t q = load_u32_a2(blk + 2 + 16 * h + 4 * i) ^ 0x80808080u;
-#pragma unroll
-            for (int b = 0; b < 4; ++b) out[4 * i + b] = (byte_as_float(q, b) - 128.f) * d;
-        }
-    }
-};
 
 // Float formats: 32 elements are 64 (F16/BF16) or 128 (F32) contiguous bytes; rows are 16-byte
 // aligned (K % 32 == 0 is checked by the launcher). The 16-bit formats share everything but how

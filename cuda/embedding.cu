@@ -1,5 +1,6 @@
 // Embedding lookup: one dequantized table row per token id into the residual stream.
 #include "cuda/common.cuh"
+#include "cuda/formats_g8.cuh"
 #include "cuda/formats_kquant.cuh"
 
 namespace akunu::cuda {
@@ -24,25 +25,48 @@ __global__ void embedding_kernel(const uint32_t *__restrict__ ids, const uint8_t
     }
 }
 
-template <class Fmt>
+// The g8 layout (cuda/layout_g8.h): token id -> its group and row in it; same thread mapping.
+template <class F>
+__global__ void embedding_g8_kernel(const uint32_t *__restrict__ ids, const uint8_t *__restrict__ table,
+                                    float *__restrict__ out, EmbeddingParams p) {
+    pdl_enter();
+    const uint32_t r = blockIdx.x;
+    const uint32_t id = min(ids[r], p.vocab_size - 1);
+    const uint8_t *group = table + (size_t)(id / kG8Rows) * F::Layout::group_bytes(p.dim);
+    float *dst = out + (size_t)r * p.dim;
+    const float scale = p.scale != 0.f ? p.scale : 1.f;
+    for (uint32_t h = threadIdx.x; h < p.dim / 16; h += blockDim.x) {
+        float v[16];
+        F::to_float(F::raw(group, p.dim, h / 2, id % kG8Rows, h & 1), h & 1, v);
+#pragma unroll
+        for (int i = 0; i < 16; ++i) dst[16 * h + i] = v[i] * scale;
+    }
+}
+
+template <class Fmt, bool kG8>
 void launch_embedding(const LaunchArgs &a, const char *name) {
     const EmbeddingParams &p = params_of<EmbeddingParams>(a);
     if (p.dim % 32 != 0) throw UnsupportedError(std::string(name) + " on CUDA needs dim % 32 == 0");
-    launch_pdl(embedding_kernel<Fmt>, p.rows, 128, 0, a, reinterpret_cast<const uint32_t *>(a.buffers[0]),
+    void (*kernel)(const uint32_t *, const uint8_t *, float *, EmbeddingParams);
+    if constexpr (kG8)
+        kernel = embedding_g8_kernel<Fmt>;
+    else
+        kernel = embedding_kernel<Fmt>;
+    launch_pdl(kernel, p.rows, 128, 0, a, reinterpret_cast<const uint32_t *>(a.buffers[0]),
                                                          a.buffers[1], reinterpret_cast<float *>(a.buffers[2]), p);
     check_launch(name);
 }
 
 }  // namespace
 
-void launch_embedding_f32(const LaunchArgs &a) { launch_embedding<FmtF32>(a, "embedding_f32"); }
-void launch_embedding_f16(const LaunchArgs &a) { launch_embedding<FmtF16>(a, "embedding_f16"); }
-void launch_embedding_bf16(const LaunchArgs &a) { launch_embedding<FmtBF16>(a, "embedding_bf16"); }
-void launch_embedding_q8_0(const LaunchArgs &a) { launch_embedding<FmtQ8_0>(a, "embedding_q8_0"); }
-void launch_embedding_q4_0(const LaunchArgs &a) { launch_embedding<FmtQ4_0>(a, "embedding_q4_0"); }
-void launch_embedding_q4_1(const LaunchArgs &a) { launch_embedding<FmtQ4_1>(a, "embedding_q4_1"); }
+void launch_embedding_f32(const LaunchArgs &a) { launch_embedding<FmtF32, false>(a, "embedding_f32"); }
+void launch_embedding_f16(const LaunchArgs &a) { launch_embedding<FmtF16, false>(a, "embedding_f16"); }
+void launch_embedding_bf16(const LaunchArgs &a) { launch_embedding<FmtBF16, false>(a, "embedding_bf16"); }
+void launch_embedding_q8_0_g8(const LaunchArgs &a) { launch_embedding<G8FmtQ8_0, true>(a, "embedding_q8_0_g8"); }
+void launch_embedding_q4_0_g8(const LaunchArgs &a) { launch_embedding<G8FmtQ4_0, true>(a, "embedding_q4_0_g8"); }
+void launch_embedding_q4_1_g8(const LaunchArgs &a) { launch_embedding<G8FmtQ4_1, true>(a, "embedding_q4_1_g8"); }
 #define AKUNU_DEFINE(lower, upper) \
-    void launch_embedding_##lower(const LaunchArgs &a) { launch_embedding<Fmt##upper>(a, "embedding_" #lower); }
+    void launch_embedding_##lower(const LaunchArgs &a) { launch_embedding<Fmt##upper, false>(a, "embedding_" #lower); }
 AKUNU_CUDA_KQUANT_FORMATS(AKUNU_DEFINE)
 #undef AKUNU_DEFINE
 

@@ -42,19 +42,19 @@ struct LaunchArgs {
 // Enqueues one command on args.stream (possibly several kernels). Throws on invalid shapes.
 using LaunchFn = void (*)(const LaunchArgs &args);
 
-// --- launchers, one per kernel name (names as in the CPU backend) -------------------------
+// --- launchers, one per kernel name (names as in the CPU backend; _g8: the g8 layout) -------
 void launch_embedding_f32(const LaunchArgs &);
 void launch_embedding_f16(const LaunchArgs &);
 void launch_embedding_bf16(const LaunchArgs &);
-void launch_embedding_q8_0(const LaunchArgs &);
-void launch_embedding_q4_0(const LaunchArgs &);
-void launch_embedding_q4_1(const LaunchArgs &);
+void launch_embedding_q8_0_g8(const LaunchArgs &);
+void launch_embedding_q4_0_g8(const LaunchArgs &);
+void launch_embedding_q4_1_g8(const LaunchArgs &);
 void launch_gemm_f32(const LaunchArgs &);
 void launch_gemm_f16(const LaunchArgs &);
 void launch_gemm_bf16(const LaunchArgs &);
-void launch_gemm_q8_0(const LaunchArgs &);
-void launch_gemm_q4_0(const LaunchArgs &);
-void launch_gemm_q4_1(const LaunchArgs &);
+void launch_gemm_q8_0_g8(const LaunchArgs &);
+void launch_gemm_q4_0_g8(const LaunchArgs &);
+void launch_gemm_q4_1_g8(const LaunchArgs &);
 // The group-scaled dtypes (cuda/formats_kquant.cuh): X(kernel-name suffix, Fmt suffix / DType).
 #define AKUNU_CUDA_KQUANT_FORMATS(X) \
     X(q5_0, Q5_0) X(q5_1, Q5_1) X(iq4_nl, IQ4_NL) X(q2_k, Q2_K) X(q3_k, Q3_K) X(q4_k, Q4_K) X(q5_k, Q5_K) X(q6_k, Q6_K) \

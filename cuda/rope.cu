@@ -18,8 +18,9 @@ struct NeoX {
     __device__ static uint32_t second(uint32_t i, uint32_t rope_dim) { return i + rope_dim / 2; }
 };
 
-// Block = one token row. Work items: every rotation pair of every Q and K head, then the K dims
-// past rope_dim (partial rotary) and all of V, copied into the cache.
+// Grid = (token row, slice of the row's work). Work items: every rotation pair of every Q and K
+// head, then the K dims past rope_dim (partial rotary) and all of V, copied into the cache. A
+// decode row's few thousand items are spread over several blocks (one SM alone is latency bound).
 template <class Pairs>
 __global__ void rope_kv_kernel(float *__restrict__ qkv, __half *__restrict__ k_cache, __half *__restrict__ v_cache,
                                const float *__restrict__ inv_freq, RopeKVParams p, PatchContext pc) {
@@ -29,7 +30,8 @@ __global__ void rope_kv_kernel(float *__restrict__ qkv, __half *__restrict__ k_c
     const uint32_t half_rot = p.rope_dim / 2, q_dim = p.n_heads * p.head_dim, kv_dim = p.n_kv_heads * p.head_dim;
     float *row = qkv + (size_t)r * p.qkv_stride;
     const uint32_t n_pairs = (p.n_heads + p.n_kv_heads) * half_rot;
-    for (uint32_t t = threadIdx.x; t < n_pairs; t += blockDim.x) {
+    const uint32_t t0 = blockIdx.y * blockDim.x + threadIdx.x, stride = gridDim.y * blockDim.x;
+    for (uint32_t t = t0; t < n_pairs; t += stride) {
         const uint32_t head = t / half_rot, i = t % half_rot;
         float s, c;
         sincosf(__fmul_rn((float)pos, inv_freq[i]), &s, &c);  // same rounding as the CPU's pos * inv_freq
@@ -47,7 +49,7 @@ __global__ void rope_kv_kernel(float *__restrict__ qkv, __half *__restrict__ k_c
         }
     }
     const uint32_t tail = p.head_dim - p.rope_dim;  // un-rotated K dims
-    for (uint32_t t = threadIdx.x; t < kv_dim; t += blockDim.x) {
+    for (uint32_t t = t0; t < kv_dim; t += stride) {
         const uint32_t h = t / p.head_dim, d = t % p.head_dim;
         const size_t dst = ((size_t)h * p.max_seq + pos) * p.head_dim + d;
         v_cache[dst] = __float2half_rn(row[q_dim + kv_dim + t]);
@@ -58,10 +60,10 @@ __global__ void rope_kv_kernel(float *__restrict__ qkv, __half *__restrict__ k_c
 template <class Pairs>
 void launch_rope(const LaunchArgs &a, const char *name) {
     const RopeKVParams &p = params_of<RopeKVParams>(a);
-    // One block per token row, wide enough that a decode row's pairs take one or two rounds.
+    // 128 threads per block, one work item each.
     const uint32_t work = std::max((p.n_heads + p.n_kv_heads) * (p.rope_dim / 2), p.n_kv_heads * p.head_dim);
-    const unsigned threads = std::min<uint32_t>(1024, std::max<uint32_t>(128, (work + 31) / 32 * 32));
-    launch_pdl(rope_kv_kernel<Pairs>, p.rows, threads, 0, a,
+    constexpr unsigned kThreads = 128;
+    launch_pdl(rope_kv_kernel<Pairs>, dim3(p.rows, ceil_div_u(work, kThreads)), kThreads, 0, a,
         reinterpret_cast<float *>(a.buffers[0]), reinterpret_cast<__half *>(a.buffers[1]),
         reinterpret_cast<__half *>(a.buffers[2]), reinterpret_cast<const float *>(a.buffers[3]), p, a.patch);
     check_launch(name);

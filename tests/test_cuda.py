@@ -147,22 +147,21 @@ def test_long_context_attention_matches_cpu(pair):
     assert a == b
 
 
-# ------------------------------------------------------------------ the group-scaled dtypes
-# Q5_0, Q5_1, IQ4_NL and the superblock formats Q2_K .. Q6_K, IQ4_XS (cuda/formats_kquant.cuh):
-# one GEMM / embedding command on the CUDA device against float64 numpy on gguf-py's
-# dequantization, then whole models (tests/gguf_kquants.py) against the CPU backend.
+# ------------------------------------------------------------------ single GEMM / embedding commands
+# Every weight dtype (Q4_0 / Q4_1 / Q8_0 in the g8 layout, cuda/layout_g8.h; the float and
+# group-scaled ones as stored): one GEMM / embedding command on the CUDA device against float64
+# numpy on gguf-py's dequantization; then whole models (tests/gguf_kquants.py) against the CPU.
 
 import gguf_kquants as kq  # noqa: E402
-from test_quant_kernels import GROUP_SCALED, gguf_dequantize, random_block_weights, random_weights  # noqa: E402
+from test_quant_kernels import DTYPES, gguf_dequantize, random_block_weights, random_weights  # noqa: E402
+
+FLOAT_DTYPES = {"F32", "F16", "BF16"}
 
 
-@pytest.mark.parametrize("name", GROUP_SCALED)
-@pytest.mark.parametrize("m", [1, 3, 70])
-@pytest.mark.parametrize("weights", ["quantized", "random_blocks"])
-def test_group_scaled_gemm_matches_float64(name, m, weights):
-    rng = np.random.default_rng(m * 7 + len(name))
-    k, n_rows = 1024, 37
-    w_raw = (random_weights if weights == "quantized" else random_block_weights)(rng, name, n_rows, k)
+def _gemm_case(name, m, n_rows, k, weights, seed):
+    rng = np.random.default_rng(seed)
+    use_blocks = weights == "random_blocks" and name not in FLOAT_DTYPES
+    w_raw = (random_block_weights if use_blocks else random_weights)(rng, name, n_rows, k)
     x = (rng.standard_normal((m, k)) * rng.uniform(0.1, 3.0, (m, 1))).astype(np.float32)
     y = np.asarray(akunu._core._device_gemm("cuda", name, w_raw.tobytes(), n_rows, k, x))
     w = gguf_dequantize(name, w_raw).astype(np.float64).reshape(n_rows, k)
@@ -170,15 +169,31 @@ def test_group_scaled_gemm_matches_float64(name, m, weights):
     err = np.abs(y - ref) / (np.abs(x.astype(np.float64)) @ np.abs(w).T + 1e-30)
     # M = 1: the fp32 GEMV. M > 1: tensor cores on fp16 copies of x and of the dequantized weights.
     tol = 1e-4 if m == 1 else 3e-3
-    assert err.max() < tol, f"{name} m={m}: max relative error {err.max():.3g}"
+    assert err.max() < tol, f"{name} m={m} n={n_rows} k={k}: max relative error {err.max():.3g}"
 
 
-@pytest.mark.parametrize("name", GROUP_SCALED)
-def test_group_scaled_embedding_matches_gguf(name):
+@pytest.mark.parametrize("name", DTYPES)
+@pytest.mark.parametrize("m", [1, 3, 70])
+@pytest.mark.parametrize("weights", ["quantized", "random_blocks"])
+def test_gemm_matches_float64(name, m, weights):
+    # 37 rows: not a multiple of the g8 group (8) nor of a GEMM tile; k = 1024: 4 superblocks.
+    _gemm_case(name, m, 37, 1024, weights, seed=m * 7 + len(name))
+
+
+@pytest.mark.parametrize("name", ["Q4_0", "Q8_0", "Q4_K", "F16"])
+@pytest.mark.parametrize("m, n_rows, k", [(1, 8200, 4096), (1, 600, 14336), (600, 4100, 512), (130, 300, 2048)])
+def test_gemm_large_shapes_match_float64(name, m, n_rows, k):
+    # The launch variants: GEMV blocks of 1 and 2 g8 groups (many / few groups), 128- and 64-row
+    # tensor-core tiles (enough tiles to fill the GPU or not), long K.
+    _gemm_case(name, m, n_rows, k, "quantized", seed=n_rows + k)
+
+
+@pytest.mark.parametrize("name", [d for d in DTYPES if d != "F32"])
+def test_embedding_matches_gguf(name):
     rng = np.random.default_rng(3)
     k, n_rows = 512, 20
-    raw = random_block_weights(rng, name, n_rows, k)
-    ids = np.array([0, 19, 7, 7, 3], dtype=np.uint32)
+    raw = (random_weights if name in FLOAT_DTYPES else random_block_weights)(rng, name, n_rows, k)
+    ids = np.array([0, 19, 7, 7, 3, 16], dtype=np.uint32)
     got = np.asarray(akunu._core._device_embedding("cuda", name, raw.tobytes(), n_rows, k, ids))
     ref = gguf_dequantize(name, raw).reshape(n_rows, k)[ids]
     np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6 * np.abs(ref).max())

@@ -4,7 +4,9 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backend/cuda/g8_layout.h"
 #include "core/dispatch_table.h"
+#include "cuda/layout_g8.h"
 #include "core/errors.h"
 
 namespace akunu::cuda {
@@ -15,15 +17,25 @@ void check(cudaError_t e, const char *what) {
     if (e != cudaSuccess) throw AkunuError(std::string("CUDA ") + what + " failed: " + cudaGetErrorString(e));
 }
 
+// Q4_0 / Q4_1 / Q8_0 are repacked at load into the g8 layout (cuda/layout_g8.h: 16-byte aligned
+// quants, one load per block); the other formats are read as stored.
+template <DType T> size_t g8_matrix_bytes(size_t rows, size_t cols) { return g8_bytes(T, rows, cols); }
+template <DType T> void g8_matrix_repack(const void *src, void *dst, size_t rows, size_t cols) {
+    g8_repack(T, src, dst, rows, cols);
+}
+
 // Quantized GEMMs take the F32 activations directly (dequantize-and-dot in the kernel): on a GPU
 // the activation row is tiny next to the weights, and one kernel beats two launches.
 const DTypeDescriptor kCudaDTypes[] = {
     {DType::F32, "gemm_f32", "embedding_f32", nullptr, nullptr},
     {DType::F16, "gemm_f16", "embedding_f16", nullptr, nullptr},
     {DType::BF16, "gemm_bf16", "embedding_bf16", nullptr, nullptr},
-    {DType::Q8_0, "gemm_q8_0", "embedding_q8_0", nullptr, nullptr},
-    {DType::Q4_0, "gemm_q4_0", "embedding_q4_0", nullptr, nullptr},
-    {DType::Q4_1, "gemm_q4_1", "embedding_q4_1", nullptr, nullptr},
+    {DType::Q8_0, "gemm_q8_0_g8", "embedding_q8_0_g8", nullptr, nullptr, g8_matrix_bytes<DType::Q8_0>,
+     g8_matrix_repack<DType::Q8_0>, kG8Rows},
+    {DType::Q4_0, "gemm_q4_0_g8", "embedding_q4_0_g8", nullptr, nullptr, g8_matrix_bytes<DType::Q4_0>,
+     g8_matrix_repack<DType::Q4_0>, kG8Rows},
+    {DType::Q4_1, "gemm_q4_1_g8", "embedding_q4_1_g8", nullptr, nullptr, g8_matrix_bytes<DType::Q4_1>,
+     g8_matrix_repack<DType::Q4_1>, kG8Rows},
 #define AKUNU_ENTRY(lower, upper) {DType::upper, "gemm_" #lower, "embedding_" #lower, nullptr, nullptr},
     AKUNU_CUDA_KQUANT_FORMATS(AKUNU_ENTRY)
 #undef AKUNU_ENTRY

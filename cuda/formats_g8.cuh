@@ -1,0 +1,181 @@
+// Device side of the g8 layout (cuda/layout_g8.h): per format, the dot of one row's block with
+// 32 activations, and the block dequantized to f16 for the tensor-core GEMM.
+//
+// Quants become floats through the exponent trick (common.cuh's byte_as_float): one byte
+// permute and one add whose constant also removes the format's offset (Q4_0: 8, Q8_0: 128 after
+// flipping the sign bit), so signed values cost nothing extra. For f16, a byte placed under the
+// exponent bits 0x64 is the half 1024 + byte, exact, and one half2 subtract removes the bias.
+#pragma once
+#include "cuda/common.cuh"
+#include "cuda/layout_g8.h"
+
+namespace akunu::cuda {
+
+// Byte b of `word` as a float, minus `bias` (2^23 + offset): exact for bytes.
+__device__ __forceinline__ float byte_minus(uint32_t word, int b, float bias) {
+    return __uint_as_float(__byte_perm(word, 0x4B000000u, 0x7540u + (uint32_t)b)) - bias;
+}
+
+// Sum over the 16 bytes of nibbles of a 4-bit block: low nibble of byte j is element j, high
+// nibble element 16 + j; values are nibble - kOffset.
+template <int kOffset>
+__device__ __forceinline__ float dot_nibbles(uint4 q, const float *x) {
+    constexpr float kBias = 8388608.0f + kOffset;
+    const uint32_t w[4] = {q.x, q.y, q.z, q.w};
+    float s = 0.f;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const uint32_t lo = w[i] & 0x0F0F0F0Fu, hi = (w[i] >> 4) & 0x0F0F0F0Fu;
+#pragma unroll
+        for (int b = 0; b < 4; ++b) {
+            s = fmaf(byte_minus(lo, b, kBias), x[4 * i + b], s);
+            s = fmaf(byte_minus(hi, b, kBias), x[16 + 4 * i + b], s);
+        }
+    }
+    return s;
+}
+
+// Sum over 16 int8 quants (sign bit flipped to make q + 128 unsigned) times x[0..15].
+__device__ __forceinline__ float dot_int8x16(uint4 q, const float *x) {
+    constexpr float kBias = 8388608.0f + 128.0f;
+    const uint32_t w[4] = {q.x ^ 0x80808080u, q.y ^ 0x80808080u, q.z ^ 0x80808080u, q.w ^ 0x80808080u};
+    float s = 0.f;
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int b = 0; b < 4; ++b) s = fmaf(byte_minus(w[i], b, kBias), x[4 * i + b], s);
+    return s;
+}
+
+// Four bytes n (0..255) -> the four halves (n + 1024 - sub) * d + m as two half2 words: a byte
+// under the exponent bits 0x64 is the half 1024 + n (exact), so `sub` removes 1024 and the offset.
+__device__ __forceinline__ void bytes_to_half(uint32_t bytes, __half2 sub, __half2 d, __half2 m, uint32_t *out) {
+    const uint32_t a = __byte_perm(bytes, 0x64646464u, 0x5140u), b = __byte_perm(bytes, 0x64646464u, 0x5342u);
+    const __half2 ha = __hfma2(__hsub2(*reinterpret_cast<const __half2 *>(&a), sub), d, m);
+    const __half2 hb = __hfma2(__hsub2(*reinterpret_cast<const __half2 *>(&b), sub), d, m);
+    out[0] = *reinterpret_cast<const uint32_t *>(&ha);
+    out[1] = *reinterpret_cast<const uint32_t *>(&hb);
+}
+
+// Every g8 format has a Layout and, in two steps so that a kernel can issue its loads early and
+// use them later:
+//   the GEMV: g8_load_block<F>(group, K, kb, r) -> G8Block (row r's block kb: quants + scales),
+//     block_dot(block, x, x_sum) = its dot with x[0..31] (x_sum = sum of those x, used by Q4_1's
+//     offset: kNeedsXSum);
+//   the GEMM's and the embedding's 16-element halves: raw(group, K, kb, r, h) -> G8Raw (the 16
+//     quant bytes holding elements 16h..16h+15 + the scales), to_half(raw, h, out) (8 half2
+//     words), to_float(raw, h, out) (16 exact floats).
+struct G8Raw {
+    uint4 q;
+    uint32_t scales;  // f16 d (low half); Q4_1: and f16 m (high half)
+};
+
+template <int kUnits>
+struct G8Block {
+    uint4 q[kUnits];  // kQuantBytes / 16
+    uint32_t scales;
+};
+
+template <class F>
+__device__ __forceinline__ G8Block<F::Layout::kQuantBytes / 16> g8_load_block(const uint8_t *grp, uint32_t K,
+                                                                              uint32_t kb, uint32_t r) {
+    using L = typename F::Layout;
+    G8Block<L::kQuantBytes / 16> b;
+    const uint4 *q = reinterpret_cast<const uint4 *>(grp + L::quant_offset(K, kb, r));
+#pragma unroll
+    for (int i = 0; i < L::kQuantBytes / 16; ++i) b.q[i] = __ldg(q + i);
+    if constexpr (L::kScaleBytes == 4)
+        b.scales = __ldg(reinterpret_cast<const uint32_t *>(grp + L::scale_offset(kb, r)));
+    else
+        b.scales = __ldg(reinterpret_cast<const unsigned short *>(grp + L::scale_offset(kb, r)));
+    return b;
+}
+
+__device__ __forceinline__ float half_lo(uint32_t scales) { return __half2float(__ushort_as_half((unsigned short)scales)); }
+__device__ __forceinline__ float half_hi(uint32_t scales) { return __half2float(__ushort_as_half((unsigned short)(scales >> 16))); }
+
+struct G8FmtQ4_0 {
+    using Layout = G8Q4_0;
+    static constexpr bool kNeedsXSum = false;
+    __device__ static float block_dot(const G8Block<1> &b, const float *x, float) {
+        return dot_nibbles<8>(b.q[0], x) * half_lo(b.scales);
+    }
+    __device__ static G8Raw raw(const uint8_t *grp, uint32_t K, uint32_t kb, uint32_t r, int) {
+        return {__ldg(reinterpret_cast<const uint4 *>(grp + Layout::quant_offset(K, kb, r))),
+                __ldg(reinterpret_cast<const unsigned short *>(grp + Layout::scale_offset(kb, r)))};
+    }
+    __device__ static void to_half(const G8Raw &v, int h, uint32_t *out) {
+        const __half2 d2 = __half2half2(__ushort_as_half((unsigned short)v.scales));
+        const __half2 sub = __float2half2_rn(1032.f), zero = __float2half2_rn(0.f);  // 1024 + 8
+        const uint32_t w[4] = {v.q.x, v.q.y, v.q.z, v.q.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) bytes_to_half(h ? (w[i] >> 4) & 0x0F0F0F0Fu : w[i] & 0x0F0F0F0Fu, sub, d2, zero, out + 2 * i);
+    }
+    __device__ static void to_float(const G8Raw &v, int h, float *out) {
+        const float d = __half2float(__ushort_as_half((unsigned short)v.scales));
+        const uint32_t w[4] = {v.q.x, v.q.y, v.q.z, v.q.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+            for (int b = 0; b < 4; ++b)
+                out[4 * i + b] = byte_minus(h ? (w[i] >> 4) & 0x0F0F0F0Fu : w[i] & 0x0F0F0F0Fu, b, 8388616.0f) * d;
+    }
+};
+
+struct G8FmtQ4_1 {
+    using Layout = G8Q4_1;
+    static constexpr bool kNeedsXSum = true;
+    // sum (n d + m) x = d sum n x + m sum x
+    __device__ static float block_dot(const G8Block<1> &b, const float *x, float x_sum) {
+        return fmaf(dot_nibbles<0>(b.q[0], x), half_lo(b.scales), half_hi(b.scales) * x_sum);
+    }
+    __device__ static G8Raw raw(const uint8_t *grp, uint32_t K, uint32_t kb, uint32_t r, int) {
+        return {__ldg(reinterpret_cast<const uint4 *>(grp + Layout::quant_offset(K, kb, r))),
+                __ldg(reinterpret_cast<const uint32_t *>(grp + Layout::scale_offset(kb, r)))};
+    }
+    __device__ static void to_half(const G8Raw &v, int h, uint32_t *out) {
+        const __half2 both = *reinterpret_cast<const __half2 *>(&v.scales);
+        const __half2 d2 = __low2half2(both), m2 = __high2half2(both), sub = __float2half2_rn(1024.f);
+        const uint32_t w[4] = {v.q.x, v.q.y, v.q.z, v.q.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) bytes_to_half(h ? (w[i] >> 4) & 0x0F0F0F0Fu : w[i] & 0x0F0F0F0Fu, sub, d2, m2, out + 2 * i);
+    }
+    __device__ static void to_float(const G8Raw &v, int h, float *out) {
+        const float2 dm = __half22float2(*reinterpret_cast<const __half2 *>(&v.scales));
+        const uint32_t w[4] = {v.q.x, v.q.y, v.q.z, v.q.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+            for (int b = 0; b < 4; ++b)
+                out[4 * i + b] = byte_minus(h ? (w[i] >> 4) & 0x0F0F0F0Fu : w[i] & 0x0F0F0F0Fu, b, 8388608.0f) * dm.x + dm.y;
+    }
+};
+
+struct G8FmtQ8_0 {
+    using Layout = G8Q8_0;
+    static constexpr bool kNeedsXSum = false;
+    __device__ static float block_dot(const G8Block<2> &b, const float *x, float) {
+        return (dot_int8x16(b.q[0], x) + dot_int8x16(b.q[1], x + 16)) * half_lo(b.scales);
+    }
+    __device__ static G8Raw raw(const uint8_t *grp, uint32_t K, uint32_t kb, uint32_t r, int h) {
+        return {__ldg(reinterpret_cast<const uint4 *>(grp + Layout::quant_offset(K, kb, r)) + h),
+                __ldg(reinterpret_cast<const unsigned short *>(grp + Layout::scale_offset(kb, r)))};
+    }
+    __device__ static void to_half(const G8Raw &v, int, uint32_t *out) {
+        const __half2 d2 = __half2half2(__ushort_as_half((unsigned short)v.scales));
+        const __half2 sub = __float2half2_rn(1152.f), zero = __float2half2_rn(0.f);  // 1024 + 128
+        const uint32_t w[4] = {v.q.x ^ 0x80808080u, v.q.y ^ 0x80808080u, v.q.z ^ 0x80808080u, v.q.w ^ 0x80808080u};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) bytes_to_half(w[i], sub, d2, zero, out + 2 * i);
+    }
+    __device__ static void to_float(const G8Raw &v, int, float *out) {
+        const float d = __half2float(__ushort_as_half((unsigned short)v.scales));
+        const uint32_t w[4] = {v.q.x ^ 0x80808080u, v.q.y ^ 0x80808080u, v.q.z ^ 0x80808080u, v.q.w ^ 0x80808080u};
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+            for (int b = 0; b < 4; ++b) out[4 * i + b] = byte_minus(w[i], b, 8388736.0f) * d;
+    }
+};
+
+}  // namespace akunu::cuda

@@ -1,0 +1,188 @@
+// The prefill/evaluation GEMM (M > 1) of cuda/gemm.cu: y[M, N] (+)= x[M, K] . W[N, K]^T on the
+// tensor cores (mma.sync m16n8k16, f16 inputs, f32 accumulators).
+//
+// Block = 8 warps computing a BM (x rows: 64 or 128) x 128 (weight rows) tile of y; warp (wm, wn)
+// of a 2 x 4 grid owns BM/2 x 32. K advances one 32-element quant block per step through two
+// shared-memory buffers: while the warps multiply out of one, each thread's global loads for the
+// next step (its activation floats and one weight row's half-block) are in flight, and are
+// converted to f16 into the other buffer afterwards; one barrier per step.
+#pragma once
+#include "cuda/gemv.cuh"
+
+namespace akunu::cuda {
+
+// --- weight tile loaders: thread -> (weight row, half h of the step's 32-element block) -------
+// state(base, row_bytes, K, row, N) once; raw(state, kb, h) issues the step's global loads;
+// to_half(state, raw, kb, h, out) writes 16 f16 weights as 8 half2 words (zeros past N).
+
+// GGUF rows as stored, any format of common.cuh / formats_kquant.cuh (dequantized at convert).
+template <class Fmt>
+struct RowsTileLoader {
+    struct State {
+        const uint8_t *row;  // nullptr past N
+    };
+    struct Raw {};
+    __device__ static State state(const uint8_t *base, uint32_t row_bytes, uint32_t, uint32_t row, uint32_t N) {
+        return {row < N ? base + (size_t)row * row_bytes : nullptr};
+    }
+    __device__ static Raw raw(const State &, uint32_t, int) { return {}; }
+    __device__ static void to_half(const State &s, const Raw &, uint32_t kb, int h, uint32_t *out) {
+        float v[16];
+        if (s.row)
+            fmt_dequant_half<Fmt>(s.row, kb, h, v);
+        else
+#pragma unroll
+            for (int i = 0; i < 16; ++i) v[i] = 0.f;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+            const __half2 t = __floats2half2_rn(v[2 * i], v[2 * i + 1]);
+            out[i] = *reinterpret_cast<const uint32_t *>(&t);
+        }
+    }
+};
+
+// The g8 layout (cuda/layout_g8.h): the quant bytes and scales are loaded a step ahead.
+template <class F>
+struct G8TileLoader {
+    struct State {
+        const uint8_t *group;  // nullptr past N
+        uint32_t r, K;
+    };
+    using Raw = G8Raw;
+    __device__ static State state(const uint8_t *base, uint32_t, uint32_t K, uint32_t row, uint32_t N) {
+        return {row < N ? base + (size_t)(row / kG8Rows) * F::Layout::group_bytes(K) : nullptr, row % kG8Rows, K};
+    }
+    __device__ static Raw raw(const State &s, uint32_t kb, int h) {
+        return s.group ? F::raw(s.group, s.K, kb, s.r, h) : G8Raw{make_uint4(0, 0, 0, 0), 0u};
+    }
+    __device__ static void to_half(const State &, const Raw &v, uint32_t, int h, uint32_t *out) { F::to_half(v, h, out); }
+};
+
+// --- warp-level tensor-core primitives ---------------------------------------------------------
+__device__ __forceinline__ void ldmatrix_x4(uint32_t *r, const __half *p) {
+    const uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+}
+// c[4] += a (16 x 16, row-major) . b (16 x 8, column-major)
+__device__ __forceinline__ void mma_16816(float *c, const uint32_t *a, const uint32_t *b) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+constexpr int kTileN = 128, kTileK = 32, kTileThreads = 256;
+constexpr int kTileLd = kTileK + 8;  // halves per shared row: 80 bytes, so ldmatrix rows hit distinct banks
+
+template <class Loader, int BM>
+__global__ void __launch_bounds__(kTileThreads, 2)
+    gemm_mma_kernel(const float *__restrict__ x, float *__restrict__ y, WeightPtrs w, GemmParams p) {
+    pdl_enter();
+    constexpr int WM = BM / 2, MF = WM / 16;          // warp tile rows, m16 fragments per warp
+    constexpr int XF4 = BM * kTileK / 4 / kTileThreads;  // float4 of activations per thread per step
+    constexpr int XT = kTileK / 4 / XF4;                 // threads per activation row
+    __shared__ __align__(16) __half xs[2][BM][kTileLd];
+    __shared__ __align__(16) __half ws[2][kTileN][kTileLd];
+
+    // blockIdx.x enumerates 128-row tiles part by part, so a tile never straddles two parts.
+    uint32_t part = 0, tile = blockIdx.x;
+    while (part + 1 < p.n_parts && tile >= (p.N[part] + kTileN - 1) / kTileN) {
+        tile -= (p.N[part] + kTileN - 1) / kTileN;
+        ++part;
+    }
+    const uint32_t n0 = tile * kTileN, m0 = blockIdx.y * BM, N = p.N[part];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp >> 2, wn = warp & 3;
+
+    // This thread's share of each step's loads.
+    const uint32_t w_row = tid >> 1;
+    const int w_h = tid & 1;
+    const typename Loader::State ls = Loader::state(w.at(part), p.w_row_bytes[part], p.K, n0 + w_row, N);
+    const uint32_t x_row = tid / XT, x_col = (tid % XT) * XF4 * 4;
+    const bool x_valid = m0 + x_row < p.M;
+    const float *xp = x + (size_t)(m0 + (x_valid ? x_row : 0)) * (p.x_row_bytes / 4) + x_col;
+
+    float4 xr[XF4];
+    typename Loader::Raw wr;
+    auto load = [&](uint32_t kb) {
+#pragma unroll
+        for (int i = 0; i < XF4; ++i)
+            xr[i] = x_valid ? __ldg(reinterpret_cast<const float4 *>(xp + (size_t)kb * kTileK) + i) : make_float4(0.f, 0.f, 0.f, 0.f);
+        wr = Loader::raw(ls, kb, w_h);
+    };
+    auto store = [&](int buf, uint32_t kb) {
+        uint32_t hx[2 * XF4];
+#pragma unroll
+        for (int i = 0; i < XF4; ++i) {
+            const __half2 a = __floats2half2_rn(xr[i].x, xr[i].y), b = __floats2half2_rn(xr[i].z, xr[i].w);
+            hx[2 * i] = *reinterpret_cast<const uint32_t *>(&a);
+            hx[2 * i + 1] = *reinterpret_cast<const uint32_t *>(&b);
+        }
+#pragma unroll
+        for (int i = 0; i < XF4 / 2; ++i)
+            reinterpret_cast<uint4 *>(&xs[buf][x_row][x_col])[i] = make_uint4(hx[4 * i], hx[4 * i + 1], hx[4 * i + 2], hx[4 * i + 3]);
+        uint32_t hw[8];
+        Loader::to_half(ls, wr, kb, w_h, hw);
+        uint4 *dst = reinterpret_cast<uint4 *>(&ws[buf][w_row][16 * w_h]);
+        dst[0] = make_uint4(hw[0], hw[1], hw[2], hw[3]);
+        dst[1] = make_uint4(hw[4], hw[5], hw[6], hw[7]);
+    };
+
+    float acc[MF][4][4];
+#pragma unroll
+    for (int i = 0; i < MF; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+#pragma unroll
+            for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.f;
+
+    const uint32_t steps = p.K / kTileK;
+    load(0);
+    store(0, 0);
+    __syncthreads();
+    for (uint32_t s = 0; s < steps; ++s) {
+        const int buf = s & 1;
+        if (s + 1 < steps) load(s + 1);
+#pragma unroll
+        for (int kk = 0; kk < kTileK; kk += 16) {
+            uint32_t a[MF][4], b[4][2];
+#pragma unroll
+            for (int i = 0; i < MF; ++i) ldmatrix_x4(a[i], &xs[buf][wm * WM + 16 * i + (lane & 15)][kk + 8 * (lane >> 4)]);
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+                uint32_t t[4];
+                ldmatrix_x4(t, &ws[buf][wn * 32 + 16 * j + (lane & 7) + 8 * (lane >> 4)][kk + 8 * ((lane >> 3) & 1)]);
+                b[2 * j][0] = t[0];
+                b[2 * j][1] = t[1];
+                b[2 * j + 1][0] = t[2];
+                b[2 * j + 1][1] = t[3];
+            }
+#pragma unroll
+            for (int i = 0; i < MF; ++i)
+#pragma unroll
+                for (int j = 0; j < 4; ++j) mma_16816(acc[i][j], a[i], b[j]);
+        }
+        if (s + 1 < steps) store(buf ^ 1, s + 1);
+        __syncthreads();
+    }
+
+    // Fragment element c of (i, j): row g (+8 for c >= 2), column 2t (+1 for odd c), g = lane / 4.
+    const uint32_t g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int i = 0; i < MF; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+#pragma unroll
+            for (int c = 0; c < 4; ++c) {
+                const uint32_t m = m0 + wm * WM + 16 * i + g + 8 * (c >> 1);
+                const uint32_t n = n0 + wn * 32 + 8 * j + 2 * t + (c & 1);
+                if (m < p.M && n < N) {
+                    float *dst = y + (size_t)m * p.y_stride + p.y_col[part] + n;
+                    *dst = p.accumulate ? *dst + acc[i][j][c] : acc[i][j][c];
+                }
+            }
+}
+
+}  // namespace akunu::cuda

@@ -1,10 +1,12 @@
 // Causal attention over the head-major F16 KV cache (cache[kv_head][position][head_dim]),
 // optionally limited to a sliding window of keys and with soft-capped scores (AttentionParams).
 //
-// One block per (head, query row, split). A block walks its keys in chunks of kChunk with an
-// online softmax: groups of lanes score the chunk's keys (q in shared memory, each key row read
-// 16 bytes per lane by several lanes at once), then the threads accumulate p_j * V_j with each
-// thread owning a pair of output dims (a row of V is read coalesced). Decode (one query row) splits the keys across blocks
+// One block per (head, query row, split). A block walks its keys in chunks (up to 128 keys, at
+// most 32 KB of V) with an online softmax: the chunk's V rows are copied to shared memory
+// (cp.async) while groups of lanes score its keys (q in shared memory, each key row read 16 bytes
+// per lane by several lanes at once), then the threads accumulate p_j * V_j out of shared memory,
+// each owning a pair of output dims. Every global load of a chunk is thus issued at its start
+// instead of one dependent round trip per key. Decode (one query row) splits the keys across blocks
 // (flash-decoding: kv_len can be thousands while there are only n_heads rows of work); the last
 // split of a head to finish (an atomic count per head) merges the partial (max, sum, acc) triples,
 // so decode attention is one kernel. Prefill runs one split per (head, row).
@@ -15,7 +17,12 @@ namespace akunu::cuda {
 namespace {
 
 constexpr int kThreads = 128;
-constexpr int kChunk = kThreads;     // keys scored per step: one per thread
+constexpr int kChunk = kThreads;     // most keys per chunk: one score per thread
+constexpr uint32_t kVStageHalves = 16384;  // V staged per chunk: 32 KB
+
+__host__ __device__ inline uint32_t chunk_keys(uint32_t head_dim) {
+    return kVStageHalves / head_dim < (uint32_t)kChunk ? kVStageHalves / head_dim : (uint32_t)kChunk;
+}
 constexpr int kMaxPairsPerThread = 4;  // head_dim <= 1024 (checked at load)
 constexpr int kMaxSplits = 32;
 constexpr uint32_t kMinKeysPerSplit = 16;  // H100 tg128: 16 beat 64 / 256 / no split by 8-18 %
@@ -77,6 +84,9 @@ __global__ void __launch_bounds__(kThreads)
     float *scores = q_s + hd;        // [kChunk]    softmax numerators of the chunk
     float *red = scores + kChunk;    // [32]        reductions
     float *acc_s = red + 32;         // [groups*hd] per-group accumulators, merged at the end
+    const uint32_t chunk = chunk_keys(hd);
+    // [chunk*hd] halves: the chunk's V rows (16-byte aligned: every count above is a multiple of 4)
+    __half *v_s = reinterpret_cast<__half *>(acc_s + VMap(hd).groups * hd);
 
     const uint32_t h = blockIdx.x, r = blockIdx.y, split = blockIdx.z, tid = threadIdx.x;
     const uint32_t position = resolve_position(p.position, pc);
@@ -111,8 +121,13 @@ __global__ void __launch_bounds__(kThreads)
     while (lanes * 2 <= 32 && lanes * 2 <= hd / 8) lanes *= 2;
     const uint32_t keys_per_pass = kThreads / lanes, slot = tid / lanes, sub = tid % lanes;
 
-    for (uint32_t c0 = k_begin; c0 < k_end; c0 += kChunk) {
-        const uint32_t n = min((uint32_t)kChunk, k_end - c0);
+    for (uint32_t c0 = k_begin; c0 < k_end; c0 += chunk) {
+        const uint32_t n = min(chunk, k_end - c0);
+        for (uint32_t i = tid; i < n * (hd / 8); i += kThreads) {
+            const uint32_t j = i / (hd / 8), d = 8 * (i % (hd / 8));
+            cp_async16(v_s + j * hd + d, V + (size_t)(c0 + j) * hd + d, 16);
+        }
+        cp_async_commit();
 #pragma unroll 4
         for (uint32_t j0 = 0; j0 < n; j0 += keys_per_pass) {
             const uint32_t j = j0 + slot;
@@ -142,6 +157,8 @@ __global__ void __launch_bounds__(kThreads)
         const float corr = expf(m - new_m);                   // 0 on the first chunk (m = -inf)
         l = l * corr + chunk_sum;
         m = new_m;
+        cp_async_wait_all();
+        __syncthreads();  // every thread's V copies have landed
         if (vm.active) {
 #pragma unroll
             for (int i = 0; i < kMaxPairsPerThread; ++i) {
@@ -151,7 +168,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll 4
             for (uint32_t j = vm.group; j < n; j += vm.groups) {
                 const float w = scores[j];
-                const __half2 *vr = reinterpret_cast<const __half2 *>(V + (size_t)(c0 + j) * hd);
+                const __half2 *vr = reinterpret_cast<const __half2 *>(v_s + j * hd);
 #pragma unroll
                 for (int i = 0; i < kMaxPairsPerThread; ++i) {
                     const uint32_t pair = vm.pair0 + (uint32_t)kThreads * i;
@@ -163,7 +180,7 @@ __global__ void __launch_bounds__(kThreads)
                 }
             }
         }
-        __syncthreads();  // `scores` is rewritten by the next chunk
+        __syncthreads();  // `scores` and `v_s` are rewritten by the next chunk
     }
 
     // Merge the key groups' accumulators.
@@ -219,7 +236,7 @@ void launch_attention_f16kv(const LaunchArgs &a) {
     if (hd % 8 != 0 || hd > 2u * kThreads * kMaxPairsPerThread || p.n_kv_heads == 0 || p.n_heads % p.n_kv_heads)
         throw UnsupportedError("attention_f16kv on CUDA needs head_dim % 8 == 0, head_dim <= 1024 and whole GQA groups");
     const uint32_t pairs = hd / 2, groups = pairs <= (uint32_t)kThreads ? kThreads / pairs : 1;
-    const size_t smem = (hd + kChunk + 32 + groups * hd) * sizeof(float);
+    const size_t smem = (hd + kChunk + 32 + groups * hd) * sizeof(float) + chunk_keys(hd) * hd * sizeof(__half);
 
     // Decode: enough (head, split) blocks to fill the chip twice, within the workspace.
     uint32_t n_splits = 1;

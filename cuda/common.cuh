@@ -96,6 +96,15 @@ __device__ __forceinline__ float block_reduce(float v, float *red) {
     return kMax ? warp_max(v) : warp_sum(v);
 }
 
+// --- device: asynchronous copies ----------------------------------------------------------
+// 16 bytes global -> shared without registers; src_bytes = 0 writes zeros.
+__device__ __forceinline__ void cp_async16(void *smem, const void *gmem, uint32_t src_bytes) {
+    const uint32_t a = (uint32_t)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(a), "l"(gmem), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+
 // --- device: weight formats ----------------------------------------------------------------
 // Small integers become floats through the exponent trick: 0x4B000000 | b is 2^23 + b as a float,
 // one byte permute and one add instead of a slow integer-to-float conversion.

@@ -5,6 +5,8 @@
 //   M > 1 (prefill/evaluation): a tensor-core tile GEMM (cuda/gemm_tiles.cuh).
 // Q4_0 / Q4_1 / Q8_0 arrive in the g8 layout (cuda/layout_g8.h, repacked at load); every other
 // format as its GGUF rows.
+#include <algorithm>
+
 #include "cuda/gemm_tiles.cuh"
 
 namespace akunu::cuda {
@@ -35,17 +37,33 @@ GemmLaunch prepare(const LaunchArgs &a, const char *name) {
     return l;
 }
 
+template <class Loader, int BM>
+void launch_tile_kernel(const LaunchArgs &a, const GemmLaunch &l) {
+    const GemmParams &p = params_of<GemmParams>(a);
+    const dim3 grid(l.n_tiles, ceil_div_u(p.M, BM));
+    // f16 activations in the workspace (its last 128 floats belong to argmax_f32) when they fit.
+    const size_t halves = (size_t)p.M * p.K, capacity = (a.workspace->floats - 128) * 2;
+    if (halves <= capacity) {
+        __half *x16 = reinterpret_cast<__half *>(a.workspace->data);
+        const unsigned blocks = std::min<unsigned>(ceil_div_u(halves / 4, 256), 8u * (unsigned)a.workspace->sm_count);
+        launch_pdl(to_half_rows_kernel, blocks, 256, 0, a, l.x, p.x_row_bytes / 4, x16, p.M, p.K);
+        launch_pdl(gemm_mma_kernel<Loader, BM, true>, grid, kTileThreads, 0, a, static_cast<const void *>(x16), l.y,
+                   l.w, p);
+    } else {
+        launch_pdl(gemm_mma_kernel<Loader, BM, false>, grid, kTileThreads, 0, a, static_cast<const void *>(l.x), l.y,
+                   l.w, p);
+    }
+}
+
 // M > 1: 128-row x tiles when they alone fill the GPU, else 64 (short prompts, narrow weights).
 // (Two blocks of 64 K per step measured slower on an H100: pp512 8B shape 7286 -> 6052 t/s.)
 template <class Loader>
 void launch_tiles(const LaunchArgs &a, const GemmLaunch &l) {
     const GemmParams &p = params_of<GemmParams>(a);
     if (l.n_tiles * ceil_div_u(p.M, 128) >= (unsigned)a.workspace->sm_count)
-        launch_pdl(gemm_mma_kernel<Loader, 128>, dim3(l.n_tiles, ceil_div_u(p.M, 128)), kTileThreads, 0, a, l.x, l.y,
-                   l.w, p);
+        launch_tile_kernel<Loader, 128>(a, l);
     else
-        launch_pdl(gemm_mma_kernel<Loader, 64>, dim3(l.n_tiles, ceil_div_u(p.M, 64)), kTileThreads, 0, a, l.x, l.y,
-                   l.w, p);
+        launch_tile_kernel<Loader, 64>(a, l);
 }
 
 template <class Fmt>

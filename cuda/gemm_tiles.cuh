@@ -5,7 +5,10 @@
 // of a 2 x 4 grid owns BM/2 x 32. K advances one 32-element quant block per step through two
 // shared-memory buffers: while the warps multiply out of one, each thread's global loads for the
 // next step (its activation floats and one weight row's half-block) are in flight, and are
-// converted to f16 into the other buffer afterwards; one barrier per step.
+// converted to f16 into the other buffer afterwards; one barrier per step. Activations come either
+// as f32 rows (converted per tile: every N-tile block converts the same rows again) or, when
+// they fit the workspace, as f16 rows converted once by to_half_rows_kernel, which the tiles
+// then copy with cp.async: half the bytes, no conversion and no staging registers.
 #pragma once
 #include "cuda/gemv.cuh"
 
@@ -58,6 +61,21 @@ struct G8TileLoader {
     __device__ static void to_half(const State &, const Raw &v, uint32_t, int h, uint32_t *out) { F::to_half(v, h, out); }
 };
 
+// x [M, K] f32 (rows x_stride floats apart) -> out [M, K] f16, dense.
+__global__ void to_half_rows_kernel(const float *__restrict__ x, uint32_t x_stride, __half *__restrict__ out,
+                                    uint32_t M, uint32_t K) {
+    pdl_enter();
+    const uint32_t quads = K / 4;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (size_t)M * quads;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const size_t m = i / quads, q = i % quads;
+        const float4 v = __ldg(reinterpret_cast<const float4 *>(x + m * x_stride) + q);
+        __half2 *dst = reinterpret_cast<__half2 *>(out + m * K) + 2 * q;
+        dst[0] = __floats2half2_rn(v.x, v.y);
+        dst[1] = __floats2half2_rn(v.z, v.w);
+    }
+}
+
 // --- warp-level tensor-core primitives ---------------------------------------------------------
 __device__ __forceinline__ void ldmatrix_x4(uint32_t *r, const __half *p) {
     const uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
@@ -77,13 +95,15 @@ __device__ __forceinline__ void mma_16816(float *c, const uint32_t *a, const uin
 constexpr int kTileN = 128, kTileK = 32, kTileThreads = 256;
 constexpr int kTileLd = kTileK + 8;  // halves per shared row: 80 bytes, so ldmatrix rows hit distinct banks
 
-template <class Loader, int BM>
+// kXHalf: x is [M, K] f16 (to_half_rows_kernel), else f32 rows of p.x_row_bytes.
+template <class Loader, int BM, bool kXHalf>
 __global__ void __launch_bounds__(kTileThreads, 2)
-    gemm_mma_kernel(const float *__restrict__ x, float *__restrict__ y, WeightPtrs w, GemmParams p) {
+    gemm_mma_kernel(const void *__restrict__ x_in, float *__restrict__ y, WeightPtrs w, GemmParams p) {
     pdl_enter();
     constexpr int WM = BM / 2, MF = WM / 16;          // warp tile rows, m16 fragments per warp
-    constexpr int XF4 = BM * kTileK / 4 / kTileThreads;  // float4 of activations per thread per step
-    constexpr int XT = kTileK / 4 / XF4;                 // threads per activation row
+    constexpr int XF4 = kXHalf ? 1 : BM * kTileK / 4 / kTileThreads;  // f32: float4 per thread per step
+    constexpr int XT = kTileK / 4 / XF4;                               // f32: threads per activation row
+    constexpr int XC = BM * kTileK / 8 / kTileThreads;                 // f16: 16-byte copies per thread per step
     __shared__ __align__(16) __half xs[2][BM][kTileLd];
     __shared__ __align__(16) __half ws[2][kTileN][kTileLd];
 
@@ -102,17 +122,33 @@ __global__ void __launch_bounds__(kTileThreads, 2)
     const typename Loader::State ls = Loader::state(w.at(part), p.w_row_bytes[part], p.K, n0 + w_row, N);
     const uint32_t x_row = tid / XT, x_col = (tid % XT) * XF4 * 4;
     const bool x_valid = m0 + x_row < p.M;
-    const float *xp = x + (size_t)(m0 + (x_valid ? x_row : 0)) * (p.x_row_bytes / 4) + x_col;
+    const float *xp = static_cast<const float *>(x_in) + (size_t)(m0 + (x_valid ? x_row : 0)) * (p.x_row_bytes / 4) + x_col;
+    const __half *x16 = static_cast<const __half *>(x_in);
 
     float4 xr[XF4];
     typename Loader::Raw wr;
-    auto load = [&](uint32_t kb) {
+    // f16 activations: thread copies chunk c = tid + 256 i (row c / 4, 8 halves at 8 (c % 4)).
+    auto copy_x = [&](int buf, uint32_t kb) {
 #pragma unroll
-        for (int i = 0; i < XF4; ++i)
-            xr[i] = x_valid ? __ldg(reinterpret_cast<const float4 *>(xp + (size_t)kb * kTileK) + i) : make_float4(0.f, 0.f, 0.f, 0.f);
+        for (int i = 0; i < XC; ++i) {
+            const uint32_t c = tid + kTileThreads * i, row = c / 4, col = 8 * (c % 4);
+            const bool ok = m0 + row < p.M;
+            cp_async16(&xs[buf][row][col], x16 + (size_t)(ok ? m0 + row : 0) * p.K + (size_t)kb * kTileK + col, ok ? 16 : 0);
+        }
+        cp_async_commit();
+    };
+    auto load = [&](uint32_t kb) {
+        if constexpr (!kXHalf) {
+#pragma unroll
+            for (int i = 0; i < XF4; ++i)
+                xr[i] = x_valid ? __ldg(reinterpret_cast<const float4 *>(xp + (size_t)kb * kTileK) + i) : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
         wr = Loader::raw(ls, kb, w_h);
     };
     auto store = [&](int buf, uint32_t kb) {
+        if constexpr (kXHalf) {
+            cp_async_wait_all();
+        } else {
         uint32_t hx[2 * XF4];
 #pragma unroll
         for (int i = 0; i < XF4; ++i) {
@@ -123,6 +159,7 @@ __global__ void __launch_bounds__(kTileThreads, 2)
 #pragma unroll
         for (int i = 0; i < XF4 / 2; ++i)
             reinterpret_cast<uint4 *>(&xs[buf][x_row][x_col])[i] = make_uint4(hx[4 * i], hx[4 * i + 1], hx[4 * i + 2], hx[4 * i + 3]);
+        }
         uint32_t hw[8];
         Loader::to_half(ls, wr, kb, w_h, hw);
         uint4 *dst = reinterpret_cast<uint4 *>(&ws[buf][w_row][16 * w_h]);
@@ -139,12 +176,16 @@ __global__ void __launch_bounds__(kTileThreads, 2)
             for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.f;
 
     const uint32_t steps = p.K / kTileK;
+    if constexpr (kXHalf) copy_x(0, 0);
     load(0);
     store(0, 0);
     __syncthreads();
     for (uint32_t s = 0; s < steps; ++s) {
         const int buf = s & 1;
-        if (s + 1 < steps) load(s + 1);
+        if (s + 1 < steps) {
+            if constexpr (kXHalf) copy_x(buf ^ 1, s + 1);
+            load(s + 1);
+        }
 #pragma unroll
         for (int kk = 0; kk < kTileK; kk += 16) {
             uint32_t a[MF][4], b[4][2];

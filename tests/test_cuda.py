@@ -181,10 +181,12 @@ def test_gemm_matches_float64(name, m, weights):
 
 
 @pytest.mark.parametrize("name", ["Q4_0", "Q8_0", "Q4_K", "F16"])
-@pytest.mark.parametrize("m, n_rows, k", [(1, 8200, 4096), (1, 600, 14336), (600, 4100, 512), (130, 300, 2048)])
+@pytest.mark.parametrize("m, n_rows, k",
+                         [(1, 8200, 4096), (1, 600, 14336), (600, 4100, 512), (130, 300, 2048), (600, 64, 14336)])
 def test_gemm_large_shapes_match_float64(name, m, n_rows, k):
     # The launch variants: GEMV blocks of 1 and 2 g8 groups (many / few groups), 128- and 64-row
-    # tensor-core tiles (enough tiles to fill the GPU or not), long K.
+    # tensor-core tiles (enough tiles to fill the GPU or not), long K, and f32 activations read by
+    # the tiles directly (600 x 14336 is more than the workspace's f16 copy holds).
     _gemm_case(name, m, n_rows, k, "quantized", seed=n_rows + k)
 
 

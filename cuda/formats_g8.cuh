@@ -16,6 +16,9 @@ __device__ __forceinline__ float byte_minus(uint32_t word, int b, float bias) {
     return __uint_as_float(__byte_perm(word, 0x4B000000u, 0x7540u + (uint32_t)b)) - bias;
 }
 
+// The low (h = 0) or high (h = 1) nibbles of four bytes, as four bytes.
+__device__ __forceinline__ uint32_t nibble_bytes(uint32_t word, int h) { return (h ? word >> 4 : word) & 0x0F0F0F0Fu; }
+
 // Sum over the 16 bytes of nibbles of a 4-bit block: low nibble of byte j is element j, high
 // nibble element 16 + j; values are nibble - kOffset.
 template <int kOffset>
@@ -25,7 +28,7 @@ __device__ __forceinline__ float dot_nibbles(uint4 q, const float *x) {
     float s = 0.f;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-        const uint32_t lo = w[i] & 0x0F0F0F0Fu, hi = (w[i] >> 4) & 0x0F0F0F0Fu;
+        const uint32_t lo = nibble_bytes(w[i], 0), hi = nibble_bytes(w[i], 1);
 #pragma unroll
         for (int b = 0; b < 4; ++b) {
             s = fmaf(byte_minus(lo, b, kBias), x[4 * i + b], s);
@@ -109,7 +112,7 @@ struct G8FmtQ4_0 {
         const __half2 sub = __float2half2_rn(1032.f), zero = __float2half2_rn(0.f);  // 1024 + 8
         const uint32_t w[4] = {v.q.x, v.q.y, v.q.z, v.q.w};
 #pragma unroll
-        for (int i = 0; i < 4; ++i) bytes_to_half(h ? (w[i] >> 4) & 0x0F0F0F0Fu : w[i] & 0x0F0F0F0Fu, sub, d2, zero, out + 2 * i);
+        for (int i = 0; i < 4; ++i) bytes_to_half(nibble_bytes(w[i], h), sub, d2, zero, out + 2 * i);
     }
     __device__ static void to_float(const G8Raw &v, int h, float *out) {
         const float d = __half2float(__ushort_as_half((unsigned short)v.scales));
@@ -118,7 +121,7 @@ struct G8FmtQ4_0 {
         for (int i = 0; i < 4; ++i)
 #pragma unroll
             for (int b = 0; b < 4; ++b)
-                out[4 * i + b] = byte_minus(h ? (w[i] >> 4) & 0x0F0F0F0Fu : w[i] & 0x0F0F0F0Fu, b, 8388616.0f) * d;
+                out[4 * i + b] = byte_minus(nibble_bytes(w[i], h), b, 8388616.0f) * d;
     }
 };
 
@@ -138,7 +141,7 @@ struct G8FmtQ4_1 {
         const __half2 d2 = __low2half2(both), m2 = __high2half2(both), sub = __float2half2_rn(1024.f);
         const uint32_t w[4] = {v.q.x, v.q.y, v.q.z, v.q.w};
 #pragma unroll
-        for (int i = 0; i < 4; ++i) bytes_to_half(h ? (w[i] >> 4) & 0x0F0F0F0Fu : w[i] & 0x0F0F0F0Fu, sub, d2, m2, out + 2 * i);
+        for (int i = 0; i < 4; ++i) bytes_to_half(nibble_bytes(w[i], h), sub, d2, m2, out + 2 * i);
     }
     __device__ static void to_float(const G8Raw &v, int h, float *out) {
         const float2 dm = __half22float2(*reinterpret_cast<const __half2 *>(&v.scales));
@@ -147,7 +150,7 @@ struct G8FmtQ4_1 {
         for (int i = 0; i < 4; ++i)
 #pragma unroll
             for (int b = 0; b < 4; ++b)
-                out[4 * i + b] = byte_minus(h ? (w[i] >> 4) & 0x0F0F0F0Fu : w[i] & 0x0F0F0F0Fu, b, 8388608.0f) * dm.x + dm.y;
+                out[4 * i + b] = byte_minus(nibble_bytes(w[i], h), b, 8388608.0f) * dm.x + dm.y;
     }
 };
 

@@ -125,9 +125,12 @@ __global__ void __launch_bounds__(kTileThreads, 2)
     const float *xp = static_cast<const float *>(x_in) + (size_t)(m0 + (x_valid ? x_row : 0)) * (p.x_row_bytes / 4) + x_col;
     const __half *x16 = static_cast<const __half *>(x_in);
 
+    // A step's loads: load() issues this thread's global loads (f32 activations, the weight raw)
+    // into registers, store() converts them into shared buffer `buf`; f16 activations instead go
+    // straight to shared memory with copy_x() (chunk c = tid + 256 i: row c / 4, 8 halves at
+    // 8 (c % 4)), waited for in store().
     float4 xr[XF4];
     typename Loader::Raw wr;
-    // f16 activations: thread copies chunk c = tid + 256 i (row c / 4, 8 halves at 8 (c % 4)).
     auto copy_x = [&](int buf, uint32_t kb) {
 #pragma unroll
         for (int i = 0; i < XC; ++i) {
@@ -147,18 +150,19 @@ __global__ void __launch_bounds__(kTileThreads, 2)
     };
     auto store = [&](int buf, uint32_t kb) {
         if constexpr (kXHalf) {
-            cp_async_wait_all();
+            cp_async_wait_all();  // this thread's copies; the barrier after store publishes all
         } else {
-        uint32_t hx[2 * XF4];
+            uint32_t hx[2 * XF4];
 #pragma unroll
-        for (int i = 0; i < XF4; ++i) {
-            const __half2 a = __floats2half2_rn(xr[i].x, xr[i].y), b = __floats2half2_rn(xr[i].z, xr[i].w);
-            hx[2 * i] = *reinterpret_cast<const uint32_t *>(&a);
-            hx[2 * i + 1] = *reinterpret_cast<const uint32_t *>(&b);
-        }
+            for (int i = 0; i < XF4; ++i) {
+                const __half2 a = __floats2half2_rn(xr[i].x, xr[i].y), b = __floats2half2_rn(xr[i].z, xr[i].w);
+                hx[2 * i] = *reinterpret_cast<const uint32_t *>(&a);
+                hx[2 * i + 1] = *reinterpret_cast<const uint32_t *>(&b);
+            }
 #pragma unroll
-        for (int i = 0; i < XF4 / 2; ++i)
-            reinterpret_cast<uint4 *>(&xs[buf][x_row][x_col])[i] = make_uint4(hx[4 * i], hx[4 * i + 1], hx[4 * i + 2], hx[4 * i + 3]);
+            for (int i = 0; i < XF4 / 2; ++i)
+                reinterpret_cast<uint4 *>(&xs[buf][x_row][x_col])[i] =
+                    make_uint4(hx[4 * i], hx[4 * i + 1], hx[4 * i + 2], hx[4 * i + 3]);
         }
         uint32_t hw[8];
         Loader::to_half(ls, wr, kb, w_h, hw);

@@ -1,6 +1,6 @@
 // The decode GEMV (M = 1) of cuda/gemm.cu: y[N] (+)= W[N, K] . x[K], memory bound, one kernel per
-// weight layout. Both split K between the 4 warps of a block and reuse each x chunk for all of
-// the block's rows; partial sums meet in shared memory.
+// weight layout. Both split K between the warps of a block and reuse each x chunk for all of the
+// block's rows; partial sums meet in shared memory.
 #pragma once
 #include "cuda/common.cuh"
 #include "cuda/formats_g8.cuh"

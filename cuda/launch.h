@@ -21,7 +21,9 @@ struct PatchContext {
     PatchType patch;                // the command's patch type
 };
 
-// Workspace the device lends to kernels that need more than their buffers (split attention).
+// Workspace the device lends to kernels that need more than their buffers: split-attention
+// partials, argmax's block results (the last 128 floats), a prefill GEMM's f16 activations.
+// Commands run one after another, so they take turns with it.
 struct Workspace {
     float *data = nullptr;
     size_t floats = 0;

@@ -42,7 +42,8 @@ const DTypeDescriptor kCudaDTypes[] = {
 };
 
 constexpr size_t kStagingHalf = 16u << 20;        // bytes per pinned staging half
-constexpr size_t kWorkspaceFloats = 4u << 20;     // 16 MB of split-attention partials
+// 16 MB: split-attention partials (decode), or a prefill GEMM's f16 activations (512 x 16384)
+constexpr size_t kWorkspaceFloats = 4u << 20;
 constexpr uint32_t kWorkspaceCounters = 4096;      // split-attention arrival counts, one per head
 
 }  // namespace

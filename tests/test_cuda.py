@@ -160,8 +160,7 @@ FLOAT_DTYPES = {"F32", "F16", "BF16"}
 
 def _gemm_case(name, m, n_rows, k, weights, seed):
     rng = np.random.default_rng(seed)
-    use_blocks = weights == "random_blocks" and name not in FLOAT_DTYPES
-    w_raw = (random_block_weights if use_blocks else random_weights)(rng, name, n_rows, k)
+    w_raw = (random_block_weights if weights == "random_blocks" else random_weights)(rng, name, n_rows, k)
     x = (rng.standard_normal((m, k)) * rng.uniform(0.1, 3.0, (m, 1))).astype(np.float32)
     y = np.asarray(akunu._core._device_gemm("cuda", name, w_raw.tobytes(), n_rows, k, x))
     w = gguf_dequantize(name, w_raw).astype(np.float64).reshape(n_rows, k)
@@ -172,9 +171,13 @@ def _gemm_case(name, m, n_rows, k, weights, seed):
     assert err.max() < tol, f"{name} m={m} n={n_rows} k={k}: max relative error {err.max():.3g}"
 
 
-@pytest.mark.parametrize("name", DTYPES)
+# Quantized dtypes also with random blocks (every quant / sub-scale bit random, not a quantizer's output).
+GEMM_WEIGHTS = [(d, w) for d in DTYPES
+                for w in (("quantized",) if d in FLOAT_DTYPES else ("quantized", "random_blocks"))]
+
+
+@pytest.mark.parametrize("name, weights", GEMM_WEIGHTS)
 @pytest.mark.parametrize("m", [1, 3, 70])
-@pytest.mark.parametrize("weights", ["quantized", "random_blocks"])
 def test_gemm_matches_float64(name, m, weights):
     # 37 rows: not a multiple of the g8 group (8) nor of a GEMM tile; k = 1024: 4 superblocks.
     _gemm_case(name, m, 37, 1024, weights, seed=m * 7 + len(name))

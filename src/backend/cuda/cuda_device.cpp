@@ -6,8 +6,8 @@
 
 #include "backend/cuda/g8_layout.h"
 #include "core/dispatch_table.h"
-#include "cuda/layout_g8.h"
 #include "core/errors.h"
+#include "cuda/layout_g8.h"
 
 namespace akunu::cuda {
 

@@ -249,3 +249,27 @@ def load_reference(path: Path, **config_overrides):
     cfg = AutoConfig.from_pretrained(str(path), **config_overrides)
     return AutoModelForCausalLM.from_pretrained(str(path), config=cfg, dtype=torch.float32,
                                                 attn_implementation="eager").eval()
+
+
+def edited_copy(src: Path, dst: Path, edit) -> Path:
+    """A copy of checkpoint `src` at `dst` whose config.json went through edit(config dict)."""
+    shutil.copytree(src, dst)
+    cfg = json.loads((dst / "config.json").read_text())
+    edit(cfg)
+    (dst / "config.json").write_text(json.dumps(cfg))
+    return dst
+
+
+def checkpoint_cache(save, cases: dict, tmp_path_factory, tokenizer_dir: Path, tokens):
+    """name in `cases` -> (dir, transformers' logits of `tokens`); each checkpoint is written once by
+    save(spec, dir, tokenizer_dir, dtype, shard) from cases[name] = (spec, dtype, shard)."""
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            spec, dtype, shard = cases[name]
+            path, ref = save(spec, tmp_path_factory.mktemp(name), tokenizer_dir, dtype, shard)
+            cache[name] = (path, gm.hf_logits(ref, tokens))
+        return cache[name]
+
+    return get

@@ -40,16 +40,7 @@ def tokens(varied_ids):
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory, tokenizer_dir, tokens):
     """name -> (dir, reference logits)."""
-    cache = {}
-
-    def get(name):
-        if name not in cache:
-            spec, dtype, shard = CASES[name]
-            out, ref = hc.save_checkpoint(spec, tmp_path_factory.mktemp(name), tokenizer_dir, dtype, shard)
-            cache[name] = (out, gm.hf_logits(ref, tokens))
-        return cache[name]
-
-    return get
+    return hc.checkpoint_cache(hc.save_checkpoint, CASES, tmp_path_factory, tokenizer_dir, tokens)
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -216,14 +207,6 @@ def test_hf_tokenizer_matches_gguf_tokenizer(vocab, tmp_path, akunu_mod):
 # ------------------------------------------------------------------ config spellings
 
 
-def _edited_copy(src, dst, edit):
-    shutil.copytree(src, dst)
-    cfg = json.loads((dst / "config.json").read_text())
-    edit(cfg)
-    (dst / "config.json").write_text(json.dumps(cfg))
-    return dst
-
-
 def test_older_rope_spelling_reads_the_same(checkpoint, tmp_path, tokens, akunu_mod):
     """transformers < 5 wrote rope_theta + rope_scaling ({"rope_type"| "type": ...}) instead of
     rope_parameters: the same model either way."""
@@ -234,7 +217,7 @@ def test_older_rope_spelling_reads_the_same(checkpoint, tmp_path, tokens, akunu_
         cfg["rope_theta"] = rope.pop("rope_theta")
         rope["type"] = rope.pop("rope_type")
         cfg["rope_scaling"] = rope
-    old = _edited_copy(path, tmp_path / "old", old_style)
+    old = hc.edited_copy(path, tmp_path / "old", old_style)
     np.testing.assert_array_equal(akunu_mod.Model(str(old)).logits(tokens[:48]),
                                   akunu_mod.Model(str(path)).logits(tokens[:48]))
 
@@ -244,7 +227,7 @@ def test_linear_rope_scaling_matches_transformers(checkpoint, tmp_path, tokens, 
     from transformers import AutoModelForCausalLM
 
     path, _ = checkpoint("bf16_untied")
-    lin = _edited_copy(path, tmp_path / "linear", lambda c: c.update(
+    lin = hc.edited_copy(path, tmp_path / "linear", lambda c: c.update(
         rope_parameters={"rope_type": "linear", "factor": 4.0, "rope_theta": 10000.0}))
     ref = gm.hf_logits(AutoModelForCausalLM.from_pretrained(str(lin), dtype=torch.float32).eval(), tokens)
     c = gm.compare_logits(ref, akunu_mod.Model(str(lin)).logits(tokens))
@@ -258,7 +241,7 @@ def test_mistral_sliding_window(checkpoint, tmp_path, akunu_mod):
     capped at it); inside the window it is the same model as full attention. Mistral against
     transformers past the window: tests/test_safetensors_architectures.py."""
     path, _ = checkpoint("f32_untied")
-    mis = _edited_copy(path, tmp_path / "mistral", lambda c: c.update(model_type="mistral", sliding_window=256))
+    mis = hc.edited_copy(path, tmp_path / "mistral", lambda c: c.update(model_type="mistral", sliding_window=256))
     m = akunu_mod.Model(str(mis))
     assert m.config["trained_context_length"] == 2048 and m.config["sliding_window"] == 256
     assert m.config["sliding_layers"] == [True, True]
@@ -266,7 +249,7 @@ def test_mistral_sliding_window(checkpoint, tmp_path, akunu_mod):
     np.testing.assert_array_equal(m.logits(ids), akunu_mod.Model(str(path)).logits(ids))
     assert akunu_mod.Model(str(mis), context_length=512).context_length == 512
     # model_type llama has no window: transformers ignores the key, and so does akunu
-    lla = _edited_copy(path, tmp_path / "llama", lambda c: c.update(sliding_window=16))
+    lla = hc.edited_copy(path, tmp_path / "llama", lambda c: c.update(sliding_window=16))
     assert akunu_mod.Model(str(lla)).config["sliding_window"] == 0
 
 

@@ -15,8 +15,6 @@ reorder, no window, no local RoPE, ...) and check the criterion fails: each comp
 """
 from __future__ import annotations
 
-import json
-import shutil
 from dataclasses import replace
 
 import numpy as np
@@ -54,16 +52,7 @@ def tokenizer_dir(tmp_path_factory, llama_spm_tokenizer_ref):
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory, tokenizer_dir, tokens):
     """name in CASES -> (dir, transformers' reference logits)."""
-    cache = {}
-
-    def get(name):
-        if name not in cache:
-            spec, dtype, shard = CASES[name]
-            path, ref = hc.save_arch_checkpoint(spec, tmp_path_factory.mktemp(name), tokenizer_dir, dtype, shard)
-            cache[name] = (path, gm.hf_logits(ref, tokens))
-        return cache[name]
-
-    return get
+    return hc.checkpoint_cache(hc.save_arch_checkpoint, CASES, tmp_path_factory, tokenizer_dir, tokens)
 
 
 def _sliding_layers(spec) -> list:
@@ -143,14 +132,6 @@ def test_wrong_table_entry_fails_the_criterion(name, broken, model_type, edit, c
     assert not ok, f"{name} loaded with {broken} still passes: {c}"
 
 
-def _edited_copy(src, dst, edit):
-    shutil.copytree(src, dst)
-    cfg = json.loads((dst / "config.json").read_text())
-    edit(cfg)
-    (dst / "config.json").write_text(json.dumps(cfg))
-    return dst
-
-
 # (case, what is misread, config edit): what akunu would compute if it ignored the key
 WRONG_CONFIG = [
     ("phi3_f16", "partial_rotary", lambda c: c["rope_parameters"].update(partial_rotary_factor=1.0)),
@@ -161,7 +142,7 @@ WRONG_CONFIG = [
 @pytest.mark.parametrize("name,misread,edit", WRONG_CONFIG, ids=[f"{w[0]}-{w[1]}" for w in WRONG_CONFIG])
 def test_misread_config_fails_the_criterion(name, misread, edit, checkpoint, tokens, tmp_path, akunu_mod):
     path, ref = checkpoint(name)
-    wrong = _edited_copy(path, tmp_path / "wrong", edit)
+    wrong = hc.edited_copy(path, tmp_path / "wrong", edit)
     ok, c = gm.criterion(ref, akunu_mod.Model(str(wrong), backend="cpu").logits(tokens))
     assert not ok, f"{name} with {misread} misread still passes: {c}"
 
@@ -194,7 +175,7 @@ def test_older_config_spellings_read_the_same(name, edit, checkpoint, tokens, tm
     rope_local_base_freq and sliding_window_pattern, Phi-3's top-level partial_rotary_factor)
     load into the same model."""
     path, _ = checkpoint(name)
-    old = _edited_copy(path, tmp_path / "old", edit)
+    old = hc.edited_copy(path, tmp_path / "old", edit)
     a, b = akunu_mod.Model(str(old), backend="cpu"), akunu_mod.Model(str(path), backend="cpu")
     assert {k: v for k, v in a.config.items() if k != "name"} == {k: v for k, v in b.config.items() if k != "name"}
     np.testing.assert_array_equal(a.logits(tokens[:64]), b.logits(tokens[:64]))
@@ -204,9 +185,9 @@ def test_qwen2_window_from_max_window_layers(checkpoint, tokens, tmp_path, akunu
     """Qwen2's window counts only with use_sliding_window, on layers >= max_window_layers (the
     config written without layer_types): matches transformers reading the same config."""
     path, _ = checkpoint("qwen2_f16")
-    off = _edited_copy(path, tmp_path / "off", lambda c: c.update(sliding_window=16, layer_types=None))
+    off = hc.edited_copy(path, tmp_path / "off", lambda c: c.update(sliding_window=16, layer_types=None))
     assert akunu_mod.Model(str(off), backend="cpu").config["sliding_window"] == 0
-    on = _edited_copy(off, tmp_path / "on", lambda c: c.update(use_sliding_window=True, max_window_layers=1))
+    on = hc.edited_copy(off, tmp_path / "on", lambda c: c.update(use_sliding_window=True, max_window_layers=1))
     m = akunu_mod.Model(str(on), backend="cpu")
     assert (m.config["sliding_window"], m.config["sliding_layers"]) == (16, [False, True])
     ref = gm.hf_logits(hc.load_reference(on), tokens)
@@ -233,7 +214,7 @@ def test_mlx_gemma3_matches_transformers_on_dequantized_weights(tmp_path, tokeni
 @pytest.mark.parametrize("model_type", ["gemma3", "falcon", "phi"])
 def test_unsupported_model_type_is_named(model_type, checkpoint, tmp_path, akunu_mod):
     path, _ = checkpoint("gemma3_bf16")
-    bad = _edited_copy(path, tmp_path / "bad", lambda c: c.update(model_type=model_type))
+    bad = hc.edited_copy(path, tmp_path / "bad", lambda c: c.update(model_type=model_type))
     with pytest.raises(akunu_mod.UnsupportedError) as info:
         akunu_mod.Model(str(bad))
     msg = str(info.value)
@@ -244,6 +225,6 @@ def test_unsupported_model_type_is_named(model_type, checkpoint, tmp_path, akunu
 
 def test_unknown_layer_type_refused(checkpoint, tmp_path, akunu_mod):
     path, _ = checkpoint("gemma2_f32")
-    bad = _edited_copy(path, tmp_path / "bad", lambda c: c.update(layer_types=["chunked_attention", "full_attention"]))
+    bad = hc.edited_copy(path, tmp_path / "bad", lambda c: c.update(layer_types=["chunked_attention", "full_attention"]))
     with pytest.raises(akunu_mod.UnsupportedError, match="chunked_attention"):
         akunu_mod.Model(str(bad))

@@ -109,18 +109,12 @@ template <DType T, int RN, int RM> void tile_avx2_block32(const GemmArgs &a, con
             wo[r] = _mm256_srai_epi16(q, 8);                         // odd elements
             sv[r] = _mm256_set1_ps(dec[r].scale[0]);
         }
-        AKUNU_UNROLL
-        for (int m = 0; m < RM; ++m) {
-            const BlockQ16Act &ab = x_rows[m][b];
-            const __m256i ae = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(ab.qs));
-            const __m256i ao = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(ab.qs + 16));
-            const __m256 ad = _mm256_set1_ps(ab.d);
+        accumulate_block_dots<RN, RM>(x_rows, b, we, wo, sv, acc);
+        if constexpr (F::kHasMin) {
             AKUNU_UNROLL
-            for (int r = 0; r < RN; ++r) {
-                const __m256i dots = _mm256_add_epi32(_mm256_madd_epi16(we[r], ae), _mm256_madd_epi16(wo[r], ao));
-                acc[m][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots), _mm256_mul_ps(sv[r], ad), acc[m][r]);
-                if constexpr (F::kHasMin) min_acc[m][r] += dec[r].min[0] * ab.sum;
-            }
+            for (int m = 0; m < RM; ++m)
+                AKUNU_UNROLL
+                for (int r = 0; r < RN; ++r) min_acc[m][r] += dec[r].min[0] * x_rows[m][b].sum;
         }
     }
     AKUNU_UNROLL

@@ -20,6 +20,26 @@ inline __m256i unpack_nibbles(const uint8_t *qs) {
     const __m256i shifted = _mm256_srlv_epi64(both, _mm256_setr_epi64x(0, 0, 4, 4));
     return _mm256_and_si256(shifted, _mm256_set1_epi8(0x0f));
 }
+
+// One 32-element block of an RN x RM tile's integer dots: acc[m][r] += (we[r] . even + wo[r] . odd)
+// * scale[r] * d_m, where we / wo hold weight row r's even / odd elements as int16 and activation
+// block b of row m holds its even elements in qs[0..15], its odd ones in qs[16..31].
+template <int RN, int RM>
+inline void accumulate_block_dots(const BlockQ16Act *const (&x_rows)[RM], int64_t b, const __m256i (&we)[RN],
+                                  const __m256i (&wo)[RN], const __m256 (&scale)[RN], __m256 (&acc)[RM][RN]) {
+    AKUNU_UNROLL
+    for (int m = 0; m < RM; ++m) {
+        const BlockQ16Act &ab = x_rows[m][b];
+        const __m256i ae = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(ab.qs));
+        const __m256i ao = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(ab.qs + 16));
+        const __m256 ad = _mm256_set1_ps(ab.d);
+        AKUNU_UNROLL
+        for (int r = 0; r < RN; ++r) {
+            const __m256i dots = _mm256_add_epi32(_mm256_madd_epi16(we[r], ae), _mm256_madd_epi16(wo[r], ao));
+            acc[m][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots), _mm256_mul_ps(scale[r], ad), acc[m][r]);
+        }
+    }
+}
 #else
 inline float fp16_scale(uint16_t h) { return fp16_to_f32(h); }
 #endif

@@ -586,18 +586,7 @@ template <DType T, int RN, int RM> void tile_quant_avx2(const GemmArgs &a, const
                 unpack_nibbles_i16(blk.qs, we[r], wo[r]);
             }
         }
-        AKUNU_UNROLL
-        for (int m = 0; m < RM; ++m) {
-            const BlockQ16Act &ab = x_rows[m][b];
-            const __m256i ae = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(ab.qs));
-            const __m256i ao = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(ab.qs + 16));
-            const __m256 ad = _mm256_set1_ps(ab.d);
-            AKUNU_UNROLL
-            for (int r = 0; r < RN; ++r) {
-                const __m256i dots = _mm256_add_epi32(_mm256_madd_epi16(we[r], ae), _mm256_madd_epi16(wo[r], ao));
-                acc[m][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots), _mm256_mul_ps(wd[r], ad), acc[m][r]);
-            }
-        }
+        accumulate_block_dots<RN, RM>(x_rows, b, we, wo, wd, acc);
     }
     // Q4_1's offset terms in a pass of their own: in the loop above their scalars would push the
     // vector registers into spills.

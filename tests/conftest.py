@@ -71,6 +71,15 @@ def llama_spm_tokenizer_ref():
 
 
 @pytest.fixture(scope="session")
+def tokenizer_dir(tmp_path_factory, llama_spm_tokenizer_ref):
+    """tokenizer.json + tokenizer_config.json (with a chat template) for the llama-spm vocab: the
+    tokenizer the tests' SafeTensors / MLX checkpoints ship (copied into them, never written)."""
+    import hf_checkpoints as hc
+
+    return hc.export_tokenizer(tmp_path_factory.mktemp("hf_tokenizer"), llama_spm_tokenizer_ref)
+
+
+@pytest.fixture(scope="session")
 def varied_ids(llama_spm_tokenizer_ref):
     """256-320 teacher-forcing tokens of gguf_models.VARIED_TEXT in the llama-spm vocabulary."""
     from gguf_models import varied_tokens

@@ -17,11 +17,10 @@ SPEC = gm.TinySpec("bad_base", hidden=64, head_dim=16, n_heads=4, n_kv_heads=2, 
 
 
 @pytest.fixture(scope="module")
-def bases(tmp_path_factory, llama_spm_tokenizer_ref):
-    tok = hc.export_tokenizer(tmp_path_factory.mktemp("bad_tok"), llama_spm_tokenizer_ref)
-    single, _ = hc.save_checkpoint(SPEC, tmp_path_factory.mktemp("bad_single"), tok)
-    sharded, _ = hc.save_checkpoint(SPEC, tmp_path_factory.mktemp("bad_sharded"), tok, max_shard_size="2MB")
-    mlx, _, _ = hc.save_mlx_checkpoint(SPEC, tmp_path_factory.mktemp("bad_mlx") / "m", tok, 4, 32)
+def bases(tmp_path_factory, tokenizer_dir):
+    single, _ = hc.save_checkpoint(SPEC, tmp_path_factory.mktemp("bad_single"), tokenizer_dir)
+    sharded, _ = hc.save_checkpoint(SPEC, tmp_path_factory.mktemp("bad_sharded"), tokenizer_dir, max_shard_size="2MB")
+    mlx, _, _ = hc.save_mlx_checkpoint(SPEC, tmp_path_factory.mktemp("bad_mlx") / "m", tokenizer_dir, 4, 32)
     return {"single": single, "sharded": sharded, "mlx": mlx}
 
 

@@ -260,13 +260,12 @@ ST_ARCH = {"qwen2_f16": (gm.ARCH_BASE["qwen2"], "F16"), "gemma3_bf16": (gm.ARCH_
 
 
 @pytest.fixture(scope="module")
-def st_arch_pair(tmp_path_factory, llama_spm_tokenizer_ref):
+def st_arch_pair(tmp_path_factory, tokenizer_dir):
     """name in ST_ARCH -> (cpu Model, cuda Model) of the same save_pretrained checkpoint."""
-    tok = hc.export_tokenizer(tmp_path_factory.mktemp("st_arch_tok"), llama_spm_tokenizer_ref)
 
     def build(name):
         spec, dtype = ST_ARCH[name]
-        return hc.save_arch_checkpoint(spec, tmp_path_factory.mktemp(name), tok, dtype)[0]
+        return hc.save_arch_checkpoint(spec, tmp_path_factory.mktemp(name), tokenizer_dir, dtype)[0]
 
     return cpu_cuda_pairs(build)
 

@@ -37,9 +37,8 @@ def populate_cache(cache: Path, repo_id: str, files: dict[str, Path]) -> Path:
 
 
 @pytest.fixture(scope="module")
-def checkpoint_dir(tmp_path_factory, llama_spm_tokenizer_ref):
-    tok = hc.export_tokenizer(tmp_path_factory.mktemp("hub_tok"), llama_spm_tokenizer_ref)
-    path, _ = hc.save_checkpoint(SPEC, tmp_path_factory.mktemp("hub_ckpt"), tok, "F16", max_shard_size="2MB")
+def checkpoint_dir(tmp_path_factory, tokenizer_dir):
+    path, _ = hc.save_checkpoint(SPEC, tmp_path_factory.mktemp("hub_ckpt"), tokenizer_dir, "F16", max_shard_size="2MB")
     return path
 
 

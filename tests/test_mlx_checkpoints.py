@@ -14,7 +14,6 @@ import gguf_models as gm
 import hf_checkpoints as hc
 
 
-
 def test_packing_hand_example():
     """3-bit values 0..7 form the bit stream 0o76543210 = 0xFAC688: bytes 88 C6 FA, little-endian;
     6-bit values straddle bytes; 4-bit puts element 0 in the low nibble."""
@@ -118,11 +117,6 @@ MODELS = {
 @pytest.fixture(scope="module")
 def tokens(varied_ids):
     return varied_ids
-
-
-@pytest.fixture(scope="module")
-def tokenizer_dir(tmp_path_factory, llama_spm_tokenizer_ref):
-    return hc.export_tokenizer(tmp_path_factory.mktemp("mlx_tokenizer"), llama_spm_tokenizer_ref)
 
 
 @pytest.mark.parametrize("name", list(MODELS))

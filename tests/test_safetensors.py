@@ -26,12 +26,6 @@ CASES = {
 }
 
 
-@pytest.fixture(scope="session")
-def tokenizer_dir(tmp_path_factory, llama_spm_tokenizer_ref):
-    """tokenizer.json + tokenizer_config.json (with a chat template) for the llama-spm vocab."""
-    return hc.export_tokenizer(tmp_path_factory.mktemp("hf_tokenizer"), llama_spm_tokenizer_ref)
-
-
 @pytest.fixture(scope="module")
 def tokens(varied_ids):
     return varied_ids

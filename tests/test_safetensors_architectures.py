@@ -45,11 +45,6 @@ def tokens(varied_ids):
 
 
 @pytest.fixture(scope="module")
-def tokenizer_dir(tmp_path_factory, llama_spm_tokenizer_ref):
-    return hc.export_tokenizer(tmp_path_factory.mktemp("arch_st_tokenizer"), llama_spm_tokenizer_ref)
-
-
-@pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory, tokenizer_dir, tokens):
     """name in CASES -> (dir, transformers' reference logits)."""
     return hc.checkpoint_cache(hc.save_arch_checkpoint, CASES, tmp_path_factory, tokenizer_dir, tokens)
@@ -225,6 +220,7 @@ def test_unsupported_model_type_is_named(model_type, checkpoint, tmp_path, akunu
 
 def test_unknown_layer_type_refused(checkpoint, tmp_path, akunu_mod):
     path, _ = checkpoint("gemma2_f32")
-    bad = hc.edited_copy(path, tmp_path / "bad", lambda c: c.update(layer_types=["chunked_attention", "full_attention"]))
+    bad = hc.edited_copy(path, tmp_path / "bad",
+                         lambda c: c.update(layer_types=["chunked_attention", "full_attention"]))
     with pytest.raises(akunu_mod.UnsupportedError, match="chunked_attention"):
         akunu_mod.Model(str(bad))

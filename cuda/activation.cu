@@ -3,21 +3,12 @@
 //   gelu_tanh_mul_f32  out = gelu(gate) * up, GELU's tanh approximation (Gemma)
 #include <algorithm>
 
+#include "cuda/activations.cuh"
 #include "cuda/common.cuh"
 
 namespace akunu::cuda {
 
 namespace {
-
-struct SiLU {
-    __device__ static float apply(float g) { return g / (1.0f + expf(-g)); }
-};
-struct GeluTanh {
-    __device__ static float apply(float g) {
-        const float k = 0.7978845608028654f;  // sqrt(2 / pi)
-        return 0.5f * g * (1.0f + tanhf(k * (g + 0.044715f * g * g * g)));
-    }
-};
 
 template <class Act>
 __global__ void gated_kernel(const float *__restrict__ gate_up, float *__restrict__ out, GatedActParams p) {

@@ -58,6 +58,9 @@ __device__ __forceinline__ void pdl_enter() {
 #endif
 }
 
+// Asks L2 for the 128-byte line holding p (no registers, no wait).
+__device__ __forceinline__ void prefetch_l2(const void *p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+
 // --- device: the command's patch, applied at kernel entry --------------------------------
 __device__ __forceinline__ bool patches_position(PatchType t) {
     return t == PatchType::Position || t == PatchType::PosAndKV;

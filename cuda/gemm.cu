@@ -6,6 +6,7 @@
 // Q4_0 / Q4_1 / Q8_0 arrive in the g8 layout (cuda/layout_g8.h, repacked at load); every other
 // format as its GGUF rows.
 #include <algorithm>
+#include <string>
 
 #include "cuda/gemm_tiles.cuh"
 
@@ -17,6 +18,7 @@ struct GemmLaunch {
     const float *x;
     float *y;
     WeightPtrs w;
+    const float *norm_w = nullptr;  // the input RMSNorm's weight (kGemmInputRMSNorm)
     uint32_t total_rows = 0, total_groups = 0, n_tiles = 0;
 };
 
@@ -33,6 +35,16 @@ GemmLaunch prepare(const LaunchArgs &a, const char *name) {
         l.total_rows += p.N[i];
         l.total_groups += g8_groups(p.N[i]);
         l.n_tiles += ceil_div_u(p.N[i], kTileN);
+    }
+    // The fused input norm and gated output exist for decode (M = 1) only; the table builder asks
+    // for them nowhere else.
+    const bool gated = p.output_op != kGemmOutputPlain, norm = p.input_op == kGemmInputRMSNorm;
+    if ((gated || norm) && p.M != 1) throw AkunuError(std::string("internal: ") + name + " fusions need M == 1");
+    if (gated && (p.n_parts != 2 || p.N[0] != p.N[1] || p.accumulate))
+        throw AkunuError(std::string("internal: ") + name + "'s gated output needs two parts of equal size");
+    if (norm) {
+        l.norm_w = reinterpret_cast<const float *>(a.buffers[2 + p.n_parts]);
+        if (reinterpret_cast<uintptr_t>(l.norm_w) & 15) throw AkunuError("internal: unaligned norm weight");
     }
     return l;
 }
@@ -66,43 +78,85 @@ void launch_tiles(const LaunchArgs &a, const GemmLaunch &l) {
         launch_tile_kernel<Loader, 64>(a, l);
 }
 
+// Dynamic shared memory of a GEMV block with the input norm: the staged row (stage_normed_x).
+template <typename Kernel>
+size_t staged_x_bytes(Kernel kernel, const GemmParams &p, bool norm) {
+    if (!norm) return 0;
+    const size_t bytes = (size_t)p.K * sizeof(float);
+    if (bytes > 48 * 1024 &&
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes) != cudaSuccess) {
+        cudaGetLastError();
+        throw UnsupportedError("a normed GEMV input of " + std::to_string(p.K) + " floats does not fit shared memory");
+    }
+    return bytes;
+}
+
+// Decode over GGUF rows. Rows per block, measured on an H100 (tg128, Q4_0 before g8): long rows
+// gain from more rows per block (more independent loads per thread), short rows (K < 2048, a
+// warp-step covers the whole row) lose parallelism. A gated block holds half gate, half up rows.
+template <class Fmt, int kRows, bool kNorm>
+void launch_gemv_rows(const LaunchArgs &a, const GemmLaunch &l) {
+    const GemmParams &p = params_of<GemmParams>(a);
+    const unsigned blocks = p.output_op != kGemmOutputPlain ? ceil_div_u(p.N[0], kRows / 2) : ceil_div_u(l.total_rows, kRows);
+    auto kernel = gemv_rows_kernel<Fmt, kRows, kNorm>;
+    launch_pdl(kernel, blocks, kGemvWarps * 32, staged_x_bytes(kernel, p, kNorm), a, l.x, l.y, l.w, p, l.total_rows,
+               l.norm_w);
+}
+
 template <class Fmt>
 void launch_gemm_rows(const LaunchArgs &a, const char *name) {
     const GemmLaunch l = prepare(a, name);
     const GemmParams &p = params_of<GemmParams>(a);
-    if (p.M == 1) {
-        // Rows per block, measured on an H100 (tg128, Q4_0 before g8): long rows gain from more rows
-        // per block (more independent loads per thread), short rows (K < 2048, a warp-step covers
-        // the whole row) lose parallelism.
-        if (p.K >= 2048)
-            launch_pdl(gemv_rows_kernel<Fmt, 16>, ceil_div_u(l.total_rows, 16), kGemvWarps * 32, 0, a, l.x, l.y, l.w, p,
-                       l.total_rows);
-        else
-            launch_pdl(gemv_rows_kernel<Fmt, 4>, ceil_div_u(l.total_rows, 4), kGemvWarps * 32, 0, a, l.x, l.y, l.w, p,
-                       l.total_rows);
-    } else {
+    if (p.M > 1)
         launch_tiles<RowsTileLoader<Fmt>>(a, l);
-    }
+    else if (l.norm_w)
+        p.K >= 2048 ? launch_gemv_rows<Fmt, 16, true>(a, l) : launch_gemv_rows<Fmt, 4, true>(a, l);
+    else
+        p.K >= 2048 ? launch_gemv_rows<Fmt, 16, false>(a, l) : launch_gemv_rows<Fmt, 4, false>(a, l);
     check_launch(name);
+}
+
+// Decode over the g8 layout. Two groups (16 rows) per block share each x load when that still
+// leaves a block per SM; small matrices keep one group per block for parallelism (H100: two
+// groups per block ran 8B-shape weights at 2.0 TB/s, one group at 1.3). Rows longer than 4
+// warp-steps (K > 512) get 8 warps, so a short row (SmolLM2's 576) is one step per warp. A gated
+// output always pairs a gate group with its up group.
+template <class F, bool kNorm>
+void launch_gemv_g8(const LaunchArgs &a, const GemmLaunch &l) {
+    const GemmParams &p = params_of<GemmParams>(a);
+    const bool gated = p.output_op != kGemmOutputPlain;
+    const bool two = gated || l.total_groups >= 2u * (unsigned)a.workspace->sm_count, wide = p.K > 512;
+    const unsigned items = gated ? g8_groups(p.N[0]) : two ? ceil_div_u(l.total_groups, 2) : l.total_groups;
+    auto kernel = two ? (wide ? gemv_g8_kernel<F, 2, 8, kNorm> : gemv_g8_kernel<F, 2, 4, kNorm>)
+                      : (wide ? gemv_g8_kernel<F, 1, 8, kNorm> : gemv_g8_kernel<F, 1, 4, kNorm>);
+    const int threads = (wide ? 8 : 4) * 32;
+    const size_t smem = staged_x_bytes(kernel, p, kNorm);
+    // A normed GEMV runs one wave of blocks, each staging its input once and walking its items.
+    unsigned blocks = items;
+    if (kNorm) {
+        int per_sm = 0;
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem) == cudaSuccess && per_sm > 0)
+            blocks = std::min<unsigned>(items, (unsigned)(per_sm * a.workspace->sm_count));
+        cudaGetLastError();
+    }
+    // The early L2 prefetch pays for matrices small next to L2 (H100, tg128: SmolLM2 1424 -> 1521
+    // t/s, 1B shape 1264 -> 1288) and costs on larger ones (8B shape: 342 -> 311 t/s when every
+    // GEMV prefetched, 341 -> 334 with o_proj's 9 MB alone).
+    const size_t weight_bytes = (size_t)l.total_groups * F::Layout::group_bytes(p.K);
+    const bool prefetch = a.workspace->prefetch_weights && 8 * weight_bytes <= a.workspace->l2_bytes;
+    launch_pdl(kernel, blocks, threads, smem, a, l.x, l.y, l.w, p, l.total_groups, items, l.norm_w, prefetch);
 }
 
 template <class F>
 void launch_gemm_g8(const LaunchArgs &a, const char *name) {
     const GemmLaunch l = prepare(a, name);
     const GemmParams &p = params_of<GemmParams>(a);
-    if (p.M == 1) {
-        // Two groups (16 rows) per block share each x load when that still leaves a block per SM;
-        // small matrices keep one group per block for parallelism (H100: two groups per block ran
-        // 8B-shape weights at 2.0 TB/s, one group at 1.3). Rows longer than 4 warp-steps
-        // (K > 512) get 8 warps, so a short row (SmolLM2's 576) is one step per warp.
-        const bool two = l.total_groups >= 2u * (unsigned)a.workspace->sm_count, wide = p.K > 512;
-        const unsigned blocks = two ? ceil_div_u(l.total_groups, 2) : l.total_groups;
-        auto kernel = two ? (wide ? gemv_g8_kernel<F, 2, 8> : gemv_g8_kernel<F, 2, 4>)
-                          : (wide ? gemv_g8_kernel<F, 1, 8> : gemv_g8_kernel<F, 1, 4>);
-        launch_pdl(kernel, blocks, (wide ? 8 : 4) * 32, 0, a, l.x, l.y, l.w, p, l.total_groups);
-    } else {
+    if (p.M > 1)
         launch_tiles<G8TileLoader<F>>(a, l);
-    }
+    else if (l.norm_w)
+        launch_gemv_g8<F, true>(a, l);
+    else
+        launch_gemv_g8<F, false>(a, l);
     check_launch(name);
 }
 

@@ -1,7 +1,16 @@
 // The decode GEMV (M = 1) of cuda/gemm.cu: y[N] (+)= W[N, K] . x[K], memory bound, one kernel per
 // weight layout. Both split K between the warps of a block and reuse each x chunk for all of the
 // block's rows; partial sums meet in shared memory.
+//
+// Two fusions save decode the launches of the commands around a GEMV (GemmInputOp/GemmOutputOp):
+// - Input RMSNorm, by linearity: W . (x * inv_rms * w_norm) = inv_rms * (W . (x * w_norm)). Each
+//   block first stages x * w_norm in shared memory (K floats) while summing x^2, runs its product
+//   over the staged row and scales its sums by inv_rms at the end. (Scaling x as it is loaded in
+//   the main loop instead cost registers and occupancy: 8B-shape decode 336 -> 280 t/s on an H100.)
+// - Gated output: a block computes gate row i and up row i together (the first and second half of
+//   its rows or groups) and stores act(gate) * up.
 #pragma once
+#include "cuda/activations.cuh"
 #include "cuda/common.cuh"
 #include "cuda/formats_g8.cuh"
 #include "cuda/formats_kquant.cuh"
@@ -38,25 +47,74 @@ __device__ __forceinline__ void locate_group(const GemmParams &p, uint32_t group
     }
 }
 
+__device__ __forceinline__ float4 mul4(float4 a, float4 b) { return make_float4(a.x * b.x, a.y * b.y, a.z * b.z, a.w * b.w); }
+__device__ __forceinline__ float sum_sq4(float4 a) { return a.x * a.x + a.y * a.y + a.z * a.z + a.w * a.w; }
+
+// The input RMSNorm's first step: xs = x * norm_w (K / 4 float4s of shared memory); returns
+// 1 / rms(x) as rmsnorm_f32 computes it. Every thread of the block calls it.
+__device__ __forceinline__ float stage_normed_x(const float *__restrict__ x, const float *__restrict__ norm_w,
+                                                const GemmParams &p, float4 *xs, float *red) {
+    const float4 *x4 = reinterpret_cast<const float4 *>(x), *w4 = reinterpret_cast<const float4 *>(norm_w);
+    float sq = 0.f;
+#pragma unroll 4
+    for (uint32_t i = threadIdx.x; i < p.K / 4; i += blockDim.x) {
+        const float4 v = x4[i];
+        sq += sum_sq4(v);
+        xs[i] = mul4(v, __ldg(w4 + i));
+    }
+    sq = block_reduce<false>(sq, red);  // (its barriers also publish xs)
+    return 1.0f / sqrtf(sq / (float)p.K + p.eps);
+}
+
+// float4 i of the 32-element block kb of the GEMV's input row: staged in shared memory (normed)
+// or read from global memory.
+template <bool kNorm>
+__device__ __forceinline__ float4 load_x4(const float *__restrict__ x, const float4 *xs, uint32_t kb, uint32_t i) {
+    if constexpr (kNorm)
+        return xs[kb * 8 + i];
+    else
+        return __ldg(reinterpret_cast<const float4 *>(x + (size_t)kb * 32) + i);
+}
+
 // ------------------------------------------------------------------------------------------
 // GGUF rows as stored (the K-quants and float formats). Block = kRows weight rows; a warp-step
 // is 8 blocks = 256 elements (warp w takes steps w, w + 4, ...); lane = (block lane / 4, slice
 // lane % 4), so a warp's weight loads are one contiguous run of 8 blocks and its x loads 1 KB.
-template <class Fmt, int kRows>
+
+// The weight row (part, row inside the part) of slot r of GEMV block `block`; false for slots past
+// the end, which compute a valid row and are not stored. Gated: slots r and r + kRows / 2 are gate
+// row i and up row i.
+template <int kRows>
+__device__ __forceinline__ bool slot_row(const GemmParams &p, uint32_t total_rows, uint32_t block, uint32_t r,
+                                         uint32_t &part, uint32_t &local) {
+    if (p.output_op != kGemmOutputPlain) {
+        constexpr uint32_t kHalf = kRows / 2;
+        const uint32_t i = block * kHalf + r % kHalf;
+        part = r < kHalf ? 0 : 1;
+        local = i < p.N[0] ? i : block * kHalf;
+        return i < p.N[0];
+    }
+    const uint32_t row = block * kRows + r;
+    locate_row(p, row < total_rows ? row : block * kRows, part, local);
+    return row < total_rows;
+}
+
+template <class Fmt, int kRows, bool kNorm>
 __global__ void __launch_bounds__(kGemvWarps * 32)
-    gemv_rows_kernel(const float *__restrict__ x, float *__restrict__ y, WeightPtrs w, GemmParams p, uint32_t total_rows) {
+    gemv_rows_kernel(const float *__restrict__ x, float *__restrict__ y, WeightPtrs w, GemmParams p, uint32_t total_rows,
+                     const float *__restrict__ norm_w) {
     pdl_enter();
     __shared__ float partial[kGemvWarps][kRows];
+    __shared__ float red[32];
+    extern __shared__ float4 staged_x[];  // kNorm: x * norm_w, K / 4 float4s
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const uint32_t row0 = blockIdx.x * kRows;
+    const float scale = kNorm ? stage_normed_x(x, norm_w, p, staged_x, red) : 1.0f;
 
     const uint8_t *wrow[kRows];
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
-        // Rows past the end recompute row0 (no divergence in the loop) and are not stored.
-        const uint32_t row = row0 + r < total_rows ? row0 + r : row0;
         uint32_t part, local;
-        locate_row(p, row, part, local);
+        slot_row<kRows>(p, total_rows, blockIdx.x, r, part, local);
         wrow[r] = w.at(part) + (size_t)local * p.w_row_bytes[part];
     }
 
@@ -66,8 +124,8 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
     float acc[kRows] = {};
 #pragma unroll 2
     for (uint32_t kb = (uint32_t)warp * 8 + blk_in_step; kb < n_blocks; kb += kGemvWarps * 8) {
-        const float4 xa = *reinterpret_cast<const float4 *>(x + (size_t)kb * 32 + 4 * sub);
-        const float4 xb = *reinterpret_cast<const float4 *>(x + (size_t)kb * 32 + 16 + 4 * sub);
+        const float4 xa = load_x4<kNorm>(x, staged_x, kb, sub);
+        const float4 xb = load_x4<kNorm>(x, staged_x, kb, 4 + sub);
 #pragma unroll
         for (int r = 0; r < kRows; ++r) acc[r] += fmt_dot8<Fmt>(wrow[r], kb, sub, xa, xb);
     }
@@ -77,12 +135,19 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
         if (lane == 0) partial[warp][r] = s;
     }
     __syncthreads();
-    if (threadIdx.x < kRows && row0 + threadIdx.x < total_rows) {
+    const auto row_sum = [&](uint32_t r) {
         float s = 0.f;
 #pragma unroll
-        for (int i = 0; i < kGemvWarps; ++i) s += partial[i][threadIdx.x];
-        uint32_t part, local;
-        locate_row(p, row0 + threadIdx.x, part, local);
+        for (int i = 0; i < kGemvWarps; ++i) s += partial[i][r];
+        return s * scale;
+    };
+    uint32_t part, local;
+    if (p.output_op != kGemmOutputPlain) {
+        constexpr uint32_t kHalf = kRows / 2;
+        if (threadIdx.x < kHalf && slot_row<kRows>(p, total_rows, blockIdx.x, threadIdx.x, part, local))
+            y[p.y_col[0] + local] = gated_output(p.output_op, row_sum(threadIdx.x), row_sum(threadIdx.x + kHalf));
+    } else if (threadIdx.x < kRows && slot_row<kRows>(p, total_rows, blockIdx.x, threadIdx.x, part, local)) {
+        const float s = row_sum(threadIdx.x);
         float *dst = y + p.y_col[part] + local;
         *dst = p.accumulate ? *dst + s : s;
     }
@@ -94,27 +159,32 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
 // step, row lane % 8): each lane loads its row's whole block (16 or 32 bytes at once), so a warp
 // reads 512 contiguous bytes per group and step; lanes of one block share their 32 x values (a
 // broadcast load), reused for every group of the block.
-template <class F, int kGroups, int kWarps>
-__global__ void __launch_bounds__(kWarps * 32)
-    gemv_g8_kernel(const float *__restrict__ x, float *__restrict__ y, WeightPtrs w, GemmParams p, uint32_t total_groups) {
-    pdl_enter();
+
+// The group (part, group inside the part) of slot g of GEMV block `block`, as slot_row. Gated
+// (kGroups == 2): slot 0 is gate group `block`, slot 1 the up group of the same rows.
+template <int kGroups>
+__device__ __forceinline__ bool slot_group(const GemmParams &p, uint32_t total_groups, uint32_t block, uint32_t g,
+                                           uint32_t &part, uint32_t &local) {
+    if (p.output_op != kGemmOutputPlain) {
+        part = g;
+        local = block;
+        return true;
+    }
+    const uint32_t group = block * kGroups + g;
+    locate_group(p, group < total_groups ? group : block * kGroups, part, local);
+    return group < total_groups;
+}
+
+// One work item of the g8 GEMV = slot_group's block `item`: its groups' sums into y.
+template <class F, int kGroups, int kWarps, bool kNorm>
+__device__ __forceinline__ void gemv_g8_item(const float *__restrict__ x, const float4 *staged_x, float scale,
+                                             float *__restrict__ y, const uint8_t *const (&grp)[kGroups],
+                                             const GemmParams &p, uint32_t total_groups, uint32_t item,
+                                             float (&partial)[kWarps][kGroups][kG8Rows]) {
     using Block = G8Block<F::Layout::kQuantBytes / 16>;
-    __shared__ float partial[kWarps][kGroups][kG8Rows];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const uint32_t r = lane & 7, kq = lane >> 3;
     const uint32_t K = p.K, n_blocks = K / 32;
-    const size_t group_bytes = F::Layout::group_bytes(K);
-
-    const uint8_t *grp[kGroups];
-#pragma unroll
-    for (int g = 0; g < kGroups; ++g) {
-        // Groups past the end recompute the block's first group and are not stored.
-        const uint32_t group = blockIdx.x * kGroups + g < total_groups ? blockIdx.x * kGroups + g : blockIdx.x * kGroups;
-        uint32_t part, local;
-        locate_group(p, group, part, local);
-        grp[g] = w.at(part) + (size_t)local * group_bytes;
-    }
-
     float acc[kGroups] = {};
 #pragma unroll 2
     for (uint32_t kb = (uint32_t)warp * 4 + kq; kb < n_blocks; kb += kWarps * 4) {
@@ -124,7 +194,7 @@ __global__ void __launch_bounds__(kWarps * 32)
         float xv[32];
 #pragma unroll
         for (int i = 0; i < 8; ++i) {
-            const float4 v = __ldg(reinterpret_cast<const float4 *>(x + (size_t)kb * 32) + i);
+            const float4 v = load_x4<kNorm>(x, staged_x, kb, i);
             xv[4 * i] = v.x;
             xv[4 * i + 1] = v.y;
             xv[4 * i + 2] = v.z;
@@ -146,21 +216,69 @@ __global__ void __launch_bounds__(kWarps * 32)
         if (kq == 0) partial[warp][g][r] = s;
     }
     __syncthreads();
-    if (threadIdx.x < kGroups * kG8Rows) {
-        const uint32_t g = threadIdx.x / kG8Rows, rr = threadIdx.x % kG8Rows;
-        const uint32_t group = blockIdx.x * kGroups + g;
-        if (group < total_groups) {
-            float s = 0.f;
+    const auto group_sum = [&](uint32_t g, uint32_t rr) {
+        float s = 0.f;
 #pragma unroll
-            for (int i = 0; i < kWarps; ++i) s += partial[i][g][rr];
-            uint32_t part, local;
-            locate_group(p, group, part, local);
+        for (int i = 0; i < kWarps; ++i) s += partial[i][g][rr];
+        return s * scale;
+    };
+    if (kGroups == 2 && p.output_op != kGemmOutputPlain) {
+        const uint32_t row = item * kG8Rows + threadIdx.x;
+        if (threadIdx.x < kG8Rows && row < p.N[0])
+            y[p.y_col[0] + row] = gated_output(p.output_op, group_sum(0, threadIdx.x), group_sum(kGroups - 1, threadIdx.x));
+    } else if (threadIdx.x < kGroups * kG8Rows) {
+        const uint32_t g = threadIdx.x / kG8Rows, rr = threadIdx.x % kG8Rows;
+        uint32_t part, local;
+        if (slot_group<kGroups>(p, total_groups, item, g, part, local)) {
             const uint32_t row = local * kG8Rows + rr;
             if (row < p.N[part]) {
+                const float s = group_sum(g, rr);
                 float *dst = y + p.y_col[part] + row;
                 *dst = p.accumulate ? *dst + s : s;
             }
         }
+    }
+}
+
+template <class F, int kGroups>
+__device__ __forceinline__ void g8_item_groups(const WeightPtrs &w, const GemmParams &p, uint32_t total_groups,
+                                               uint32_t item, const uint8_t *(&grp)[kGroups]) {
+#pragma unroll
+    for (int g = 0; g < kGroups; ++g) {
+        uint32_t part, local;
+        slot_group<kGroups>(p, total_groups, item, g, part, local);
+        grp[g] = w.at(part) + (size_t)local * F::Layout::group_bytes(p.K);
+    }
+}
+
+// Plain: one item per block. Normed: a grid of one wave walks the items (grid-stride), so each
+// block stages its input once, not once per item. Weights depend on no earlier command, so a
+// block asks L2 for its first item's groups before it waits for the previous kernel (PDL).
+template <class F, int kGroups, int kWarps, bool kNorm>
+__global__ void __launch_bounds__(kWarps * 32)
+    gemv_g8_kernel(const float *__restrict__ x, float *__restrict__ y, WeightPtrs w, GemmParams p, uint32_t total_groups,
+                   uint32_t n_items, const float *__restrict__ norm_w, bool prefetch) {
+    __shared__ float partial[kWarps][kGroups][kG8Rows];
+    __shared__ float red[32];
+    extern __shared__ float4 staged_x[];  // kNorm: x * norm_w, K / 4 float4s
+    const uint8_t *grp[kGroups];
+    g8_item_groups<F, kGroups>(w, p, total_groups, blockIdx.x, grp);
+    if (prefetch) {
+        const uint32_t group_bytes = (uint32_t)F::Layout::group_bytes(p.K);
+#pragma unroll
+        for (int g = 0; g < kGroups; ++g)
+            for (uint32_t off = threadIdx.x * 128u; off < group_bytes; off += kWarps * 32 * 128u) prefetch_l2(grp[g] + off);
+    }
+    pdl_enter();
+    if constexpr (kNorm) {
+        const float scale = stage_normed_x(x, norm_w, p, staged_x, red);
+        for (uint32_t item = blockIdx.x; item < n_items; item += gridDim.x) {
+            if (item != blockIdx.x) g8_item_groups<F, kGroups>(w, p, total_groups, item, grp);
+            gemv_g8_item<F, kGroups, kWarps, kNorm>(x, staged_x, scale, y, grp, p, total_groups, item, partial);
+            __syncthreads();  // partial[] is rewritten by the next item
+        }
+    } else {
+        gemv_g8_item<F, kGroups, kWarps, kNorm>(x, staged_x, 1.0f, y, grp, p, total_groups, blockIdx.x, partial);
     }
 }
 

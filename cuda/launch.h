@@ -31,6 +31,8 @@ struct Workspace {
     uint32_t n_counters = 0;
     int sm_count = 1;
     bool pdl = false;  // programmatic dependent launch (compute capability >= 9.0)
+    bool prefetch_weights = true;  // GEMVs ask L2 for their first weights before waiting (PDL)
+    size_t l2_bytes = 0;
 };
 
 struct LaunchArgs {

@@ -197,6 +197,47 @@ def test_gemm_large_shapes_match_float64(name, m, n_rows, k):
     _gemm_case(name, m, n_rows, k, "quantized", seed=n_rows + k)
 
 
+def _silu(g):
+    return g * 0.5 * (1.0 + np.tanh(0.5 * g))  # g * sigmoid(g), without exp overflow
+
+
+def _gelu_tanh(g):
+    return 0.5 * g * (1.0 + np.tanh(0.7978845608028654 * (g + 0.044715 * g ** 3)))
+
+
+# The decode GEMV's fusions (ChipConfig::fuse_gemv_norm_act): the input RMSNorm and the gated
+# output. Shapes reach every launch variant: GGUF-row blocks of 4 (k < 2048) and 16 rows, g8 blocks
+# of 1 or 2 groups of 4 (k <= 512) or 8 warps, row counts that are not whole groups or blocks.
+@pytest.mark.parametrize("name", ["Q4_0", "Q4_1", "Q8_0", "F16", "Q4_K", "Q6_K"])
+@pytest.mark.parametrize("n_rows, k", [(37, 512), (300, 1024), (4100, 2048)])
+@pytest.mark.parametrize("norm, activation", [(True, ""), (True, "silu"), (False, "silu"), (True, "gelu_tanh")])
+def test_fused_gemv_matches_float64(name, n_rows, k, norm, activation):
+    rng = np.random.default_rng(n_rows + k + len(name))
+    parts = 2 if activation else 1
+    make = random_weights if name in FLOAT_DTYPES else random_block_weights
+    w_raw = np.concatenate([make(rng, name, n_rows, k) for _ in range(parts)])
+    x = (rng.standard_normal(k) * 3.0).astype(np.float32)
+    norm_w = rng.uniform(0.5, 1.5, k).astype(np.float32) if norm else None
+    eps = 1e-5
+    y = np.asarray(akunu._core._device_gemv_fused("cuda", name, w_raw.tobytes(), n_rows, k, x, norm_w, eps, activation))
+
+    w = gguf_dequantize(name, w_raw).astype(np.float64).reshape(parts * n_rows, k)
+    xn = x.astype(np.float64)
+    if norm:
+        xn = xn / np.sqrt(np.mean(xn * xn) + eps) * norm_w
+    dots = w @ xn
+    bound = np.abs(w) @ np.abs(xn) + 1e-30  # the size of the rounding each dot can carry
+    if not activation:
+        err = np.abs(y - dots) / bound
+    else:
+        act = _silu if activation == "silu" else _gelu_tanh
+        gate, up = dots[:n_rows], dots[n_rows:]
+        ref = act(gate) * up
+        # d(act(g) u) = act'(g) u dg + act(g) du, with |act'| <= 1.1 for both activations
+        err = np.abs(y - ref) / (1.1 * np.abs(up) * bound[:n_rows] + np.abs(act(gate)) * bound[n_rows:] + 1e-30)
+    assert err.max() < 1e-4, f"{name} n={n_rows} k={k} norm={norm} act={activation!r}: max error {err.max():.3g}"
+
+
 @pytest.mark.parametrize("name", [d for d in DTYPES if d != "F32"])
 def test_embedding_matches_gguf(name):
     rng = np.random.default_rng(3)

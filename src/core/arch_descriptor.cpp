@@ -1,6 +1,7 @@
 #include "core/arch_descriptor.h"
 
 #include "core/errors.h"
+#include "core/kernel_params.h"
 
 namespace akunu {
 
@@ -9,6 +10,7 @@ ArchDescriptor arch_llama() {
     a.name = "llama";
     a.norm_kernel = "rmsnorm_f32";
     a.activation_kernel = "silu_mul_f32";
+    a.fused_activation = kGemmOutputSiluMul;
     // GGUF stores Llama's Q/K rows permuted so that rotation pairs are adjacent (GPT-J style).
     a.rope_kernel = "rope_interleaved_kv_write";
     a.attention_kernel = "attention_f16kv";
@@ -43,6 +45,7 @@ ArchDescriptor arch_gemma() {
     ArchDescriptor a = arch_llama();
     a.name = "gemma";
     a.activation_kernel = "gelu_tanh_mul_f32";
+    a.fused_activation = kGemmOutputGeluTanhMul;
     a.rope_kernel = "rope_neox_kv_write";
     a.embedding_scale_sqrt_dim = true;
     a.sliding_window_pattern = 0;

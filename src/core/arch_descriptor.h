@@ -13,6 +13,7 @@ struct ArchDescriptor {
     std::string name;                  // "llama"
     const char *norm_kernel;           // "rmsnorm_f32"
     const char *activation_kernel;     // gated FFN activation: "silu_mul_f32", "gelu_tanh_mul_f32"
+    uint32_t fused_activation;         // the same activation inside a gate/up GEMV (a GemmOutputOp)
     const char *rope_kernel;           // RoPE + KV-cache write: "rope_interleaved_kv_write", "rope_neox_kv_write"
     const char *attention_kernel;      // "attention_f16kv" (sliding window and softcap are its params)
     const char *post_norm_kernel = "rmsnorm_add_f32";   // residual += norm(x) * w

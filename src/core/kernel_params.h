@@ -33,8 +33,22 @@ struct ActQuantParams {
     uint32_t out_row_bytes;
 };
 
+// What a decode GEMV (M = 1) may do besides the product, so that the norm before it and the gated
+// activation after it cost no launch of their own (GPU backends; ChipConfig::fuse_gemv_norm_act).
+enum GemmInputOp : uint32_t {
+    kGemmInputAsIs = 0,
+    kGemmInputRMSNorm = 1,  // x is RMS-normalized first (eps below; weight: the buffer after the matrices)
+};
+enum GemmOutputOp : uint32_t {
+    kGemmOutputPlain = 0,
+    // Two parts of equal N (gate, up): y[i] = act(gate . x) * (up . x), N[0] columns at y_col[0].
+    kGemmOutputSiluMul = 1,
+    kGemmOutputGeluTanhMul = 2,
+};
+
 // Up to three weight matrices sharing one input (fused Q/K/V or gate/up without copying them).
-// buffers: 0 x (converted activations), 1 y [M, y_stride], 2.. weights W_i [N_i, K]
+// buffers: 0 x (converted activations), 1 y [M, y_stride], 2.. weights W_i [N_i, K],
+// then the norm weight F32 [K] when input_op is kGemmInputRMSNorm
 struct GemmParams {
     static constexpr int kMaxParts = 3;
     uint32_t M;
@@ -47,6 +61,9 @@ struct GemmParams {
     uint32_t y_stride;             // floats between output rows
     uint32_t accumulate;           // 1: y += (the residual add, fused)
     uint32_t rows_per_unit;        // weight rows per work unit
+    uint32_t input_op;             // GemmInputOp (M = 1 only)
+    uint32_t output_op;            // GemmOutputOp (M = 1 only; not with accumulate)
+    float eps;                     // of the input RMSNorm
 };
 
 // RoPE on Q and K in place, then K and V appended to the cache.

@@ -14,6 +14,12 @@ namespace {
 
 uint32_t ceil_div(uint64_t a, uint64_t b) { return (uint32_t)((a + b - 1) / b); }
 
+// What a GEMV command does besides the product (GemmInputOp / GemmOutputOp).
+struct GemvFusion {
+    const Buffer *input_norm = nullptr;  // RMSNorm the input with this weight first
+    uint32_t output_op = kGemmOutputPlain;
+};
+
 // Emits the commands of one forward pass. Each emit_* method is one stage of the book's
 // per-layer recipe; the pass itself reads top to bottom in build().
 class ForwardBuilder {
@@ -28,8 +34,8 @@ public:
             const LayerWeights &L = c_.weights.layers[l];
             const std::string p = "layer." + std::to_string(l) + ".";
             // Attention block: x += O . attention(rope(QKV . norm(x)))
-            emit_norm(sc.residual, 0, L.attention_norm, rows(), p + "attention_norm");
-            emit_matmul({&L.q, &L.k, &L.v}, sc.normed, cfg.dim, sc.qkv, qkv_stride(), false, rows(), p + "qkv");
+            emit_normed_matmul({&L.q, &L.k, &L.v}, L.attention_norm, 0, rows(), sc.qkv, qkv_stride(),
+                               p + "attention_norm", p + "qkv");
             if (c_.arch.has_qkv_bias) emit_bias(L.qkv_bias, p + "qkv_bias");
             if (c_.arch.qk_norm) emit_qk_norm(L, p + "qk_norm");
             emit_rope_kv_write(l, p + "rope_kv_write");
@@ -42,10 +48,7 @@ public:
                 emit_matmul({&L.o}, sc.attn_out, cfg.q_dim(), sc.residual, cfg.dim, true, rows(), p + "o_proj");
             }
             // FFN block: x += down . act(gate . norm(x)) * (up . norm(x))
-            emit_norm(sc.residual, 0, L.ffn_norm, rows(), p + "ffn_norm");
-            emit_matmul({&L.gate, &L.up}, sc.normed, cfg.dim, sc.gate_up, 2 * cfg.ffn_dim, false, rows(),
-                        p + "gate_up");
-            emit_gated_activation(p + "activation");
+            emit_ffn_gate_up(L, p);
             if (c_.arch.post_ffn_norm) {
                 emit_matmul({&L.down}, sc.ffn_act, cfg.ffn_dim, sc.normed, cfg.dim, false, rows(), p + "down");
                 emit_post_norm(L.post_ffn_norm, p + "post_ffn_norm");
@@ -64,6 +67,15 @@ private:
 
     uint32_t rows() const { return (uint32_t)s_.rows; }
     uint32_t qkv_stride() const { return c_.config.q_dim() + 2 * c_.config.kv_dim(); }
+
+    // Does a GEMV of `m_rows` rows over these matrices take its input norm (and the gated
+    // activation) itself? GPU decode only, and only where no activation conversion comes first.
+    bool fuses_into_gemv(const std::vector<const WeightMatrix *> &mats, uint32_t m_rows) const {
+        if (!c_.chip.fuse_gemv_norm_act || c_.config.dim > c_.chip.fuse_gemv_max_dim || m_rows != 1) return false;
+        for (const WeightMatrix *w : mats)
+            if (w->desc->act_quant_kernel) return false;
+        return true;
+    }
 
     void emit_embedding() {
         const WeightMatrix &emb = c_.weights.token_embedding;
@@ -147,10 +159,46 @@ private:
         return layer < c_.config.layer_sliding.size() && c_.config.layer_sliding[layer] != 0;
     }
 
+    // y = norm(x) . W_i^T over `n_rows` residual rows from `x_row`: a norm command then the matmul,
+    // or one GEMV that normalizes its input (fuses_into_gemv).
+    void emit_normed_matmul(const std::vector<const WeightMatrix *> &mats, const Buffer &norm_weight, uint32_t x_row,
+                            uint32_t n_rows, const Buffer &y, uint32_t y_stride, const std::string &norm_label,
+                            const std::string &label) {
+        const uint32_t dim = c_.config.dim;
+        if (fuses_into_gemv(mats, n_rows)) {
+            GemvFusion f;
+            f.input_norm = &norm_weight;
+            emit_matmul(mats, c_.scratch.residual, dim, y, y_stride, false, n_rows, label, f, x_row);
+            return;
+        }
+        emit_norm(c_.scratch.residual, x_row, norm_weight, n_rows, norm_label);
+        emit_matmul(mats, c_.scratch.normed, dim, y, y_stride, false, n_rows, label);
+    }
+
+    // ffn_act = act(gate . norm(x)) * (up . norm(x)): norm, gate/up and activation commands, or one
+    // GEMV doing all three when gate and up form a single command.
+    void emit_ffn_gate_up(const LayerWeights &L, const std::string &p) {
+        const ModelConfig &cfg = c_.config;
+        const ScratchBuffers &sc = c_.scratch;
+        const bool one_command = c_.chip.should_fuse_weights && L.gate.desc == L.up.desc && L.gate.rows == L.up.rows;
+        if (one_command && fuses_into_gemv({&L.gate, &L.up}, rows())) {
+            GemvFusion f;
+            f.input_norm = &L.ffn_norm;
+            f.output_op = c_.arch.fused_activation;
+            emit_matmul({&L.gate, &L.up}, sc.residual, cfg.dim, sc.ffn_act, cfg.ffn_dim, false, rows(), p + "gate_up",
+                        f);
+            return;
+        }
+        emit_normed_matmul({&L.gate, &L.up}, L.ffn_norm, 0, rows(), sc.gate_up, 2 * cfg.ffn_dim, p + "ffn_norm",
+                           p + "gate_up");
+        emit_gated_activation(p + "activation");
+    }
+
     // y (+)= x . W_i^T for each matrix, fused into multi-part commands where the chip says so.
     // Activations are converted (e.g. to Q8 blocks) once for all consumers that want it.
     void emit_matmul(std::vector<const WeightMatrix *> mats, const Buffer &x, uint32_t x_stride, const Buffer &y,
-                     uint32_t y_stride, bool accumulate, uint32_t m_rows, const std::string &label) {
+                     uint32_t y_stride, bool accumulate, uint32_t m_rows, const std::string &label,
+                     const GemvFusion &fusion = {}, uint32_t x_row = 0) {
         const uint32_t K = mats[0]->cols;
         bool quantized_input_ready = false;
         uint32_t y_col = 0;
@@ -164,7 +212,7 @@ private:
             const DTypeDescriptor *desc = mats[i]->desc;
 
             Buffer input = x;
-            size_t input_offset = 0;
+            size_t input_offset = (size_t)x_row * x_stride * sizeof(float);
             uint32_t x_row_bytes = x_stride * (uint32_t)sizeof(float);
             if (desc->act_quant_kernel) {
                 x_row_bytes = (uint32_t)desc->act_row_bytes(K);
@@ -190,10 +238,16 @@ private:
             p.y_stride = y_stride;
             p.accumulate = accumulate ? 1 : 0;
             p.rows_per_unit = (uint32_t)(m_rows == 1 ? c_.chip.gemv_rows_per_unit : c_.chip.gemm_rows_per_unit);
+            p.input_op = fusion.input_norm ? kGemmInputRMSNorm : kGemmInputAsIs;
+            p.eps = c_.config.norm_eps;
+            p.output_op = fusion.output_op;
+            if (p.output_op != kGemmOutputPlain && (i != 0 || j != mats.size() || accumulate))
+                throw AkunuError("internal: a gated GEMV output needs gate and up in one command");
 
             CmdBuilder b(table_, c_.device, desc->gemm_kernel, {ceil_div(total_rows, p.rows_per_unit), 1, 1});
             b.buf(input, input_offset).buf(y);
             for (size_t k = i; k < j; ++k) b.buf(mats[k]->buffer);
+            if (fusion.input_norm) b.buf(*fusion.input_norm);
             b.params(p).label(label).emit();
             i = j;
         }
@@ -278,9 +332,8 @@ private:
         const ModelConfig &cfg = c_.config;
         const uint32_t first_row = s_.all_logits ? 0 : rows() - 1;
         const uint32_t n_rows = s_.all_logits ? rows() : 1;
-        emit_norm(c_.scratch.residual, first_row, c_.weights.output_norm, n_rows, "output_norm");
-        emit_matmul({&c_.weights.output}, c_.scratch.normed, cfg.dim, c_.scratch.logits, cfg.vocab_size, false, n_rows,
-                    "logits");
+        emit_normed_matmul({&c_.weights.output}, c_.weights.output_norm, first_row, n_rows, c_.scratch.logits,
+                           cfg.vocab_size, "output_norm", "logits");
         if (cfg.final_logit_softcap > 0.f) {
             SoftcapParams p{};
             p.n = cfg.vocab_size;

@@ -4,10 +4,12 @@
 // (the CUDA kernels included), built as table_builder.cpp builds it.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -257,6 +259,72 @@ void bind_kernels(nb::module_ &m) {
         nb::arg("backend"), nb::arg("dtype_name"), nb::arg("w_raw"), nb::arg("n_rows"), nb::arg("k"), nb::arg("x"),
         "y[M, N] = x[M, K] @ W[N, K]^T as one GEMM command (plus its activation conversion) on a new device of "
         "`backend`, weights uploaded as the model loader uploads them.");
+    m.def(
+        "_device_gemv_fused",
+        [](const std::string &backend, const std::string &dtype_name, nb::bytes w_raw, int64_t n_rows, int64_t k,
+           FloatVector x, std::optional<FloatVector> norm_weight, float eps, const std::string &activation) {
+            if ((int64_t)x.shape(0) != k) throw nb::value_error("x must have k elements");
+            if (norm_weight && (int64_t)norm_weight->shape(0) != k) throw nb::value_error("norm_weight must have k elements");
+            uint32_t output_op = akunu::kGemmOutputPlain;
+            if (activation == "silu") output_op = akunu::kGemmOutputSiluMul;
+            else if (activation == "gelu_tanh") output_op = akunu::kGemmOutputGeluTanhMul;
+            else if (!activation.empty()) throw nb::value_error("activation must be '', 'silu' or 'gelu_tanh'");
+            const int64_t parts = output_op == akunu::kGemmOutputPlain ? 1 : 2;
+            if (w_raw.size() % (size_t)parts != 0) throw nb::value_error("w_raw must hold gate rows then as many up rows");
+            const std::string part_bytes(w_raw.c_str(), w_raw.size() / (size_t)parts);
+            std::unique_ptr<DeviceMatrix> dm =
+                upload_matrix(backend, dtype_name, nb::bytes(part_bytes.data(), part_bytes.size()), n_rows, k);
+            if (!dm->dev->chip_config().fuse_gemv_norm_act)
+                throw nb::value_error(("backend '" + backend + "' has no fused GEMV input norm / gated output").c_str());
+            auto *y = new std::vector<float>((size_t)n_rows);
+            std::vector<float> x_host(x.data(), x.data() + k);
+            std::vector<float> norm_host;
+            if (norm_weight) norm_host.assign(norm_weight->data(), norm_weight->data() + k);
+            {
+                nb::gil_scoped_release release;
+                akunu::Device &dev = *dm->dev;
+                akunu::Buffer xb = dm->alloc((size_t)k * sizeof(float)), yb = dm->alloc((size_t)n_rows * sizeof(float));
+                dev.write_buffer(xb, x_host.data(), x_host.size() * sizeof(float));
+                akunu::GemmParams p{};  // as table_builder.cpp's emit_matmul with a GemvFusion
+                p.M = 1;
+                p.K = (uint32_t)k;
+                p.n_parts = (uint32_t)parts;
+                for (int64_t i = 0; i < parts; ++i) {
+                    p.N[i] = (uint32_t)n_rows;
+                    p.y_col[i] = (uint32_t)(i * n_rows);
+                    p.w_row_bytes[i] = (uint32_t)dm->row_bytes;
+                }
+                p.x_row_bytes = (uint32_t)(k * sizeof(float));
+                p.y_stride = (uint32_t)n_rows;
+                p.rows_per_unit = (uint32_t)dev.chip_config().gemv_rows_per_unit;
+                p.input_op = norm_weight ? akunu::kGemmInputRMSNorm : akunu::kGemmInputAsIs;
+                p.output_op = output_op;
+                p.eps = eps;
+                akunu::DispatchTable table;
+                akunu::CmdBuilder b(table, dev, dm->desc->gemm_kernel, {1, 1, 1});
+                b.buf(xb).buf(yb).buf(dm->w);
+                if (parts == 2) {
+                    dm->owned.push_back(dev.upload_matrix(w_raw.c_str() + part_bytes.size(), part_bytes.size(), *dm->desc,
+                                                          (size_t)n_rows, (size_t)k));
+                    b.buf(dm->owned.back());
+                }
+                if (norm_weight) {
+                    akunu::Buffer nb_ = dm->alloc((size_t)k * sizeof(float));
+                    dev.write_buffer(nb_, norm_host.data(), norm_host.size() * sizeof(float));
+                    b.buf(nb_);
+                }
+                b.params(p).emit();
+                dev.encode_dispatch_table(table, 0, 1);
+                dev.synchronize();
+                dev.read_buffer(y->data(), yb, y->size() * sizeof(float));
+            }
+            return nb::ndarray<nb::numpy, float, nb::ndim<1>>(y->data(), {(size_t)n_rows}, owner_of(y));
+        },
+        nb::arg("backend"), nb::arg("dtype_name"), nb::arg("w_raw"), nb::arg("n_rows"), nb::arg("k"), nb::arg("x"),
+        nb::arg("norm_weight").none() = nb::none(), nb::arg("eps") = 1e-5f, nb::arg("activation") = "",
+        "One decode GEMV command with the GPU fusions: y = W . rmsnorm(x) * norm_weight (when given), or with "
+        "activation 'silu' / 'gelu_tanh' (w_raw: n_rows gate rows then n_rows up rows) y = act(gate . x') * "
+        "(up . x'). Backends without the fusions raise ValueError.");
     m.def(
         "_device_embedding",
         [](const std::string &backend, const std::string &dtype_name, nb::bytes table_raw, int64_t n_rows, int64_t k,

@@ -76,9 +76,13 @@ CudaDevice::CudaDevice(int device_index) : device_(device_index) {
     check(cudaMemset(workspace_.counters, 0, kWorkspaceCounters * sizeof(unsigned)), "memset");
     workspace_.n_counters = kWorkspaceCounters;
     workspace_.sm_count = sm_count_;
-    // Programmatic dependent launch needs Hopper; AKUNU_CUDA_PDL=0 turns it off (A/B timing).
+    workspace_.l2_bytes = l2_bytes_;
+    // Programmatic dependent launch needs Hopper; AKUNU_CUDA_PDL=0 turns it off, as
+    // AKUNU_CUDA_PREFETCH=0 turns off the GEMVs' early weight prefetch (A/B timing).
     const char *pdl = std::getenv("AKUNU_CUDA_PDL");
     workspace_.pdl = prop.major >= 9 && !(pdl && std::strcmp(pdl, "0") == 0);
+    const char *prefetch = std::getenv("AKUNU_CUDA_PREFETCH");
+    workspace_.prefetch_weights = !(prefetch && std::strcmp(prefetch, "0") == 0);
 }
 
 CudaDevice::~CudaDevice() {
@@ -94,7 +98,13 @@ CudaDevice::~CudaDevice() {
     if (stream_) cudaStreamDestroy(stream_);
 }
 
-ChipConfig CudaDevice::chip_config() const { return ChipConfig::for_gpu(sm_count_, l2_bytes_); }
+ChipConfig CudaDevice::chip_config() const {
+    ChipConfig c = ChipConfig::for_gpu(sm_count_, l2_bytes_);
+    // AKUNU_CUDA_FUSE=0: separate norm and activation commands in decode (A/B timing).
+    const char *fuse = std::getenv("AKUNU_CUDA_FUSE");
+    if (fuse && std::strcmp(fuse, "0") == 0) c.fuse_gemv_norm_act = false;
+    return c;
+}
 
 const DTypeDescriptor *CudaDevice::dtype_lookup(DType t) const {
     for (const DTypeDescriptor &d : kCudaDTypes)

@@ -9,7 +9,9 @@
 // instead of one dependent round trip per key. Decode (one query row) splits the keys across blocks
 // (flash-decoding: kv_len can be thousands while there are only n_heads rows of work); the last
 // split of a head to finish (an atomic count per head) merges the partial (max, sum, acc) triples,
-// so decode attention is one kernel. Prefill runs one split per (head, row).
+// so decode attention is one kernel. Prefill runs one split per (head, row) where the tensor-core
+// kernel of cuda/attention_prefill.cu does not apply (other head sizes).
+#include "cuda/attention_prefill.h"
 #include "cuda/common.cuh"
 
 namespace akunu::cuda {
@@ -235,6 +237,10 @@ void launch_attention_f16kv(const LaunchArgs &a) {
     const uint32_t hd = p.head_dim;
     if (hd % 8 != 0 || hd > 2u * kThreads * kMaxPairsPerThread || p.n_kv_heads == 0 || p.n_heads % p.n_kv_heads)
         throw UnsupportedError("attention_f16kv on CUDA needs head_dim % 8 == 0, head_dim <= 1024 and whole GQA groups");
+    if (launch_attention_prefill(a)) {  // several rows: the tensor-core kernel (cuda/attention_prefill.cu)
+        check_launch("attention_f16kv");
+        return;
+    }
     const uint32_t pairs = hd / 2, groups = pairs <= (uint32_t)kThreads ? kThreads / pairs : 1;
     const size_t smem = (hd + kChunk + 32 + groups * hd) * sizeof(float) + chunk_keys(hd) * hd * sizeof(__half);
 

@@ -11,6 +11,7 @@
 // then copy with cp.async: half the bytes, no conversion and no staging registers.
 #pragma once
 #include "cuda/gemv.cuh"
+#include "cuda/mma.cuh"
 
 namespace akunu::cuda {
 
@@ -74,22 +75,6 @@ __global__ void to_half_rows_kernel(const float *__restrict__ x, uint32_t x_stri
         dst[0] = __floats2half2_rn(v.x, v.y);
         dst[1] = __floats2half2_rn(v.z, v.w);
     }
-}
-
-// --- warp-level tensor-core primitives ---------------------------------------------------------
-__device__ __forceinline__ void ldmatrix_x4(uint32_t *r, const __half *p) {
-    const uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(a));
-}
-// c[4] += a (16 x 16, row-major) . b (16 x 8, column-major)
-__device__ __forceinline__ void mma_16816(float *c, const uint32_t *a, const uint32_t *b) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
 constexpr int kTileN = 128, kTileK = 32, kTileThreads = 256;

@@ -29,6 +29,10 @@ gm.DTYPES.setdefault("BF16", (QT.BF16, gguf.LlamaFileType.MOSTLY_BF16))
 SPECS = dict(gm.SPECS)
 SPECS["q4_1_untied"] = replace(gm.SPECS["q8_0_untied"], name="q4_1_untied", dtype="Q4_1", seed=11)
 SPECS["bf16_tied"] = replace(gm.SPECS["q4_0_tied"], name="bf16_tied", dtype="BF16", seed=12)
+# Real models' head sizes for the tensor-core prefill attention (the others use 16 and 32).
+SPECS["f16_hd64"] = gm.TinySpec("f16_hd64", dtype="F16", hidden=256, n_heads=4, n_kv_heads=2, head_dim=64, seed=13)
+SPECS["q8_0_hd128"] = gm.TinySpec("q8_0_hd128", dtype="Q8_0", hidden=256, n_heads=2, n_kv_heads=1, head_dim=128,
+                                  seed=14)
 
 PROMPTS = [
     "Once upon a time, in a small village by the sea, there lived",

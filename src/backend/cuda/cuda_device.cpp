@@ -100,9 +100,11 @@ CudaDevice::~CudaDevice() {
 
 ChipConfig CudaDevice::chip_config() const {
     ChipConfig c = ChipConfig::for_gpu(sm_count_, l2_bytes_);
-    // AKUNU_CUDA_FUSE=0: separate norm and activation commands in decode (A/B timing).
+    // AKUNU_CUDA_FUSE=0: separate norm and activation commands in decode; =all: fused at every
+    // model width (A/B timing).
     const char *fuse = std::getenv("AKUNU_CUDA_FUSE");
     if (fuse && std::strcmp(fuse, "0") == 0) c.fuse_gemv_norm_act = false;
+    if (fuse && std::strcmp(fuse, "all") == 0) c.fuse_gemv_max_dim = ~0u;
     return c;
 }
 

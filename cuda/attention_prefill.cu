@@ -1,0 +1,205 @@
+// Prefill attention on the tensor cores, flash-attention-2 style: for several query rows at once
+// (prefill, evaluation), over the head-major F16 KV cache, causal, with the sliding window and
+// score soft-capping of AttentionParams.
+//
+// Block = 4 warps = 64 query rows of one head; warp w owns rows 16w..16w+15. The block walks the
+// rows' keys in chunks of 64: K and V rows land in shared memory (cp.async), each warp computes
+// its 16 x 64 scores with mma.sync (Q fragments, in two f16 parts, held in registers), applies
+// the mask and an online softmax on the accumulator fragments, and multiplies the probabilities
+// (re-packed as f16 A fragments, no trip through shared memory) by V into f32 accumulators.
+// Each K/V row is read once per 64 query rows, where the one-row kernel read it once per row.
+#include "cuda/attention_prefill.h"
+
+#include "cuda/common.cuh"
+#include "cuda/mma.cuh"
+
+namespace akunu::cuda {
+
+namespace {
+
+constexpr int kWarps = 4, kTileRows = 16 * kWarps, kChunkKeys = 64;
+constexpr float kLog2e = 1.4426950408889634f;
+
+template <int HD>
+__global__ void __launch_bounds__(kWarps * 32)
+    attention_prefill_kernel(const float *__restrict__ q_all, const __half *__restrict__ k_cache,
+                             const __half *__restrict__ v_cache, float *__restrict__ out, AttentionParams p,
+                             PatchContext pc) {
+    pdl_enter();
+    static_assert(HD % 16 == 0 && kTileRows == kChunkKeys, "the Q tile is staged in the key buffer");
+    constexpr int LD = HD + 8;  // halves per shared row: the 8 rows of an ldmatrix hit distinct banks
+    __shared__ __align__(16) __half ks[kChunkKeys][LD];
+    __shared__ __align__(16) __half vs[kChunkKeys][LD];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const uint32_t g = lane >> 2, t = lane & 3;
+    const uint32_t h = blockIdx.y, r0 = blockIdx.x * kTileRows;
+    const uint32_t position = resolve_position(p.position, pc);
+    const size_t head_base = (size_t)(h / (p.n_heads / p.n_kv_heads)) * p.max_seq * HD;
+    const __half *K = k_cache + head_base, *V = v_cache + head_base;
+
+    // The tile's q rows, scaled, as two f16 A fragments: q = hi + lo (staged through ks and vs).
+    // One f16 alone would put its rounding (2^-11 relative) into every score before the softmax
+    // amplifies it; hi + lo carries q to ~2^-22 for a second mma per step.
+    for (uint32_t i = tid; i < kTileRows * HD / 2; i += kWarps * 32) {
+        const uint32_t row = i / (HD / 2), c = 2 * (i % (HD / 2));
+        float2 v = make_float2(0.f, 0.f);
+        if (r0 + row < p.rows)
+            v = *reinterpret_cast<const float2 *>(q_all + (size_t)(r0 + row) * p.q_stride + (size_t)h * HD + c);
+        const float x = v.x * p.scale, y = v.y * p.scale;
+        const __half2 hi = __floats2half2_rn(x, y);
+        const float2 back = __half22float2(hi);
+        *reinterpret_cast<__half2 *>(&ks[row][c]) = hi;
+        *reinterpret_cast<uint32_t *>(&vs[row][c]) = pack_half2(x - back.x, y - back.y);
+    }
+    __syncthreads();
+    uint32_t qa[HD / 16][4], qa_lo[HD / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < HD / 16; ++kk) {
+        ldmatrix_x4(qa[kk], &ks[16 * warp + (lane & 15)][16 * kk + 8 * (lane >> 4)]);
+        ldmatrix_x4(qa_lo[kk], &vs[16 * warp + (lane & 15)][16 * kk + 8 * (lane >> 4)]);
+    }
+    __syncthreads();  // ks and vs now hold keys
+
+    // Keys the tile needs: causal up to its last row, from the first row's window start.
+    const uint32_t last_row = min(r0 + kTileRows, p.rows) - 1;
+    const uint32_t k_end = position + last_row + 1;
+    const uint32_t first_pos = position + r0;
+    const uint32_t k_begin = (p.window != 0 && first_pos + 1 > p.window) ? first_pos + 1 - p.window : 0;
+    // This thread's two query rows (fragment rows g and g + 8) as positions.
+    const uint32_t qpos[2] = {position + r0 + 16 * warp + g, position + r0 + 16 * warp + g + 8};
+    const uint32_t warp_last = position + r0 + 16 * warp + 15;
+
+    float o[HD / 8][4];
+#pragma unroll
+    for (int j = 0; j < HD / 8; ++j)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) o[j][c] = 0.f;
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+
+    for (uint32_t c0 = k_begin; c0 < k_end; c0 += kChunkKeys) {
+        for (uint32_t i = tid; i < kChunkKeys * HD / 8; i += kWarps * 32) {
+            const uint32_t j = i / (HD / 8), d = 8 * (i % (HD / 8));
+            const bool ok = c0 + j < k_end;
+            const size_t src = (size_t)(ok ? c0 + j : c0) * HD + d;
+            cp_async16(&ks[j][d], K + src, ok ? 16 : 0);
+            cp_async16(&vs[j][d], V + src, ok ? 16 : 0);
+        }
+        cp_async_commit();
+        cp_async_wait_all();
+        __syncthreads();
+
+        if (c0 <= warp_last) {  // (a chunk wholly after the warp's rows is all masked)
+            // Scores S = Q K^T: 8 n-tiles of 8 keys.
+            float s[kChunkKeys / 8][4];
+#pragma unroll
+            for (int j = 0; j < kChunkKeys / 8; ++j)
+#pragma unroll
+                for (int c = 0; c < 4; ++c) s[j][c] = 0.f;
+#pragma unroll
+            for (int kk = 0; kk < HD / 16; ++kk)
+#pragma unroll
+                for (int j = 0; j < kChunkKeys / 16; ++j) {
+                    uint32_t b[4];
+                    ldmatrix_x4(b, &ks[16 * j + (lane & 7) + 8 * (lane >> 4)][16 * kk + 8 * ((lane >> 3) & 1)]);
+                    mma_16816(s[2 * j], qa[kk], b);
+                    mma_16816(s[2 * j + 1], qa[kk], b + 2);
+                    mma_16816(s[2 * j], qa_lo[kk], b);
+                    mma_16816(s[2 * j + 1], qa_lo[kk], b + 2);
+                }
+            // Soft-cap, mask, and the online softmax of each of the thread's two rows.
+            float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+            for (int j = 0; j < kChunkKeys / 8; ++j)
+#pragma unroll
+                for (int c = 0; c < 4; ++c) {
+                    const uint32_t key = c0 + 8 * j + 2 * t + (c & 1), qp = qpos[c >> 1];
+                    float v = s[j][c];
+                    if (p.softcap > 0.f) v = p.softcap * tanhf(v / p.softcap);  // Gemma 2
+                    const bool visible = key <= qp && key < k_end && (p.window == 0 || key + p.window > qp);
+                    s[j][c] = visible ? v : -INFINITY;
+                    mx[c >> 1] = fmaxf(mx[c >> 1], s[j][c]);
+                }
+            float corr[2], base[2];
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+                mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
+                mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+                const float m_new = fmaxf(m[i], mx[i]);
+                base[i] = m_new == -INFINITY ? 0.f : m_new;  // a row with nothing visible yet stays 0
+                corr[i] = exp2f((m[i] - base[i]) * kLog2e);  // 0 while m is -inf
+                m[i] = m_new;
+                l[i] *= corr[i];
+            }
+#pragma unroll
+            for (int j = 0; j < kChunkKeys / 8; ++j)
+#pragma unroll
+                for (int c = 0; c < 4; ++c) {
+                    s[j][c] = exp2f((s[j][c] - base[c >> 1]) * kLog2e);
+                    l[c >> 1] += s[j][c];  // this thread's columns; the quad is summed at the end
+                }
+#pragma unroll
+            for (int j = 0; j < HD / 8; ++j)
+#pragma unroll
+                for (int c = 0; c < 4; ++c) o[j][c] *= corr[c >> 1];
+            // O += P V: P's accumulator fragments are the A fragments of the next mma.
+#pragma unroll
+            for (int kk = 0; kk < kChunkKeys / 16; ++kk) {
+                const uint32_t pa[4] = {pack_half2(s[2 * kk][0], s[2 * kk][1]), pack_half2(s[2 * kk][2], s[2 * kk][3]),
+                                        pack_half2(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                                        pack_half2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+                for (int dj = 0; dj < HD / 16; ++dj) {
+                    uint32_t b[4];
+                    ldmatrix_x4_trans(b, &vs[16 * kk + (lane & 7) + 8 * ((lane >> 3) & 1)][16 * dj + 8 * (lane >> 4)]);
+                    mma_16816(o[2 * dj], pa, b);
+                    mma_16816(o[2 * dj + 1], pa, b + 2);
+                }
+            }
+        }
+        __syncthreads();  // ks / vs are rewritten by the next chunk
+    }
+
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+        l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
+        l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
+    }
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+        const uint32_t row = r0 + 16 * warp + g + 8 * i;
+        if (row >= p.rows) continue;
+        const float inv = 1.0f / l[i];
+        float *dst = out + (size_t)row * p.out_stride + (size_t)h * HD + 2 * t;
+#pragma unroll
+        for (int j = 0; j < HD / 8; ++j)
+            *reinterpret_cast<float2 *>(dst + 8 * j) = make_float2(o[j][2 * i] * inv, o[j][2 * i + 1] * inv);
+    }
+}
+
+template <int HD>
+void launch(const LaunchArgs &a, const AttentionParams &p) {
+    const dim3 grid((p.rows + kTileRows - 1) / kTileRows, p.n_heads);
+    launch_pdl(attention_prefill_kernel<HD>, grid, kWarps * 32, 0, a, reinterpret_cast<const float *>(a.buffers[0]),
+               reinterpret_cast<const __half *>(a.buffers[1]), reinterpret_cast<const __half *>(a.buffers[2]),
+               reinterpret_cast<float *>(a.buffers[3]), p, a.patch);
+}
+
+}  // namespace
+
+bool launch_attention_prefill(const LaunchArgs &a) {
+    const AttentionParams &p = params_of<AttentionParams>(a);
+    // float2 q loads and stores need 8-byte aligned rows.
+    const bool aligned = p.q_stride % 2 == 0 && p.out_stride % 2 == 0 &&
+                         (reinterpret_cast<uintptr_t>(a.buffers[0]) & 7) == 0 &&
+                         (reinterpret_cast<uintptr_t>(a.buffers[3]) & 7) == 0;
+    if (p.rows < 2 || !aligned) return false;
+    switch (p.head_dim) {
+        case 16: launch<16>(a, p); return true;
+        case 32: launch<32>(a, p); return true;
+        case 64: launch<64>(a, p); return true;
+        case 128: launch<128>(a, p); return true;
+        default: return false;
+    }
+}
+
+}  // namespace akunu::cuda

@@ -1,7 +1,8 @@
 #!/bin/bash
 # One device-tool call: build llama.cpp's llama-bench (CUDA, sm_90) from the llama-cpp-python 0.3.36 sdist in the
 # background, build akunu, write random-weight GGUFs and time akunu on them (cuda/bench/bench_decode.py), then
-# llama-bench on the very same files. Prepare the ignored .devcarry/ folder as tools/device_cuda_check.sh says, plus
+# llama-bench on the very same files; while llama.cpp compiles, pytest tests/test_cuda.py runs (TESTS=0 skips it).
+# Prepare the ignored .devcarry/ folder as tools/device_cuda_check.sh says, plus
 # .devcarry/lcp-trim.tar.gz: the sdist (pip download --no-deps --no-build-isolation llama-cpp-python==0.3.36)
 # unpacked, without .git, vendor/llama.cpp/{models,docs,benches,tests,examples,tools/ui} and unused ggml backends,
 # packed again (~6.5 MB). Call: run with command "bash tools/device_side_by_side.sh" and carry [".devcarry"].
@@ -23,6 +24,9 @@ $B --shape llama-3.2-1b --dtype Q4_0 --vocab-gguf $T/ggml-vocab-llama-bpe.gguf |
 $B --shape llama-3.2-1b --dtype Q8_0 --vocab-gguf $T/ggml-vocab-llama-bpe.gguf | grep RESULT
 $B --shape llama-3.1-8b --dtype Q4_0 --vocab-gguf $T/ggml-vocab-llama-bpe.gguf | grep RESULT
 el "akunu benched"
+export AKUNU_TOKENIZER_TESTDATA=$PWD/.devcarry/tokenizer
+[ "${TESTS:-1}" = 1 ] && timeout 300 python3 -m pytest -q -p no:cacheprovider tests/test_cuda.py 2>&1 | tee $OUT/log_tests.txt | tail -15
+el "tested"
 for i in $(seq 1 80); do [ -f /tmp/lb_done ] && break; sleep 5; done
 el "llama-bench build rc=$(cat /tmp/lb_done 2>/dev/null)"; tail -3 /tmp/lb_build.log; tail -3 /tmp/lb_cfg.log
 LB=$(find /tmp/lb -name llama-bench -type f | head -1)

@@ -38,10 +38,7 @@ struct RowsTileLoader {
 #pragma unroll
             for (int i = 0; i < 16; ++i) v[i] = 0.f;
 #pragma unroll
-        for (int i = 0; i < 8; ++i) {
-            const __half2 t = __floats2half2_rn(v[2 * i], v[2 * i + 1]);
-            out[i] = *reinterpret_cast<const uint32_t *>(&t);
-        }
+        for (int i = 0; i < 8; ++i) out[i] = pack_half2(v[2 * i], v[2 * i + 1]);
     }
 };
 
@@ -140,9 +137,8 @@ __global__ void __launch_bounds__(kTileThreads, 2)
             uint32_t hx[2 * XF4];
 #pragma unroll
             for (int i = 0; i < XF4; ++i) {
-                const __half2 a = __floats2half2_rn(xr[i].x, xr[i].y), b = __floats2half2_rn(xr[i].z, xr[i].w);
-                hx[2 * i] = *reinterpret_cast<const uint32_t *>(&a);
-                hx[2 * i + 1] = *reinterpret_cast<const uint32_t *>(&b);
+                hx[2 * i] = pack_half2(xr[i].x, xr[i].y);
+                hx[2 * i + 1] = pack_half2(xr[i].z, xr[i].w);
             }
 #pragma unroll
             for (int i = 0; i < XF4 / 2; ++i)

@@ -209,7 +209,7 @@ def _gelu_tanh(g):
     return 0.5 * g * (1.0 + np.tanh(0.7978845608028654 * (g + 0.044715 * g ** 3)))
 
 
-# The decode GEMV's fusions (ChipConfig::fuse_gemv_norm_act): the input RMSNorm and the gated
+# The decode GEMV's fusions (ChipConfig::fuse_gemv_norm_act_max_dim): the input RMSNorm and the gated
 # output. Shapes reach every launch variant: GGUF-row blocks of 4 (k < 2048) and 16 rows, g8 blocks
 # of 1 or 2 groups of 4 (k <= 512) or 8 warps, row counts that are not whole groups or blocks.
 @pytest.mark.parametrize("name", ["Q4_0", "Q4_1", "Q8_0", "F16", "Q4_K", "Q6_K"])

@@ -11,13 +11,12 @@ struct ChipConfig {
     // Run Q/K/V (and gate/up) as one multi-matrix GEMM command instead of separate ones.
     bool should_fuse_weights = true;
     // Decode GEMVs normalize their input (the RMSNorm before Q/K/V, gate/up and the logits) and
-    // apply the gated activation to gate/up in their epilogue: three fewer launches per layer,
-    // which is what a GPU's per-kernel latency costs in decode. (The CPU keeps separate passes:
-    // its GEMVs take activations quantized once for every consumer.)
-    bool fuse_gemv_norm_act = false;
-    // ... for models up to this width: each GEMV block stages its normalized input first, which
-    // costs more than the saved launches once rows get long.
-    unsigned fuse_gemv_max_dim = 0;
+    // apply the gated activation to gate/up in their epilogue, for models up to this width (0:
+    // never): three fewer launches per layer, which is what a GPU's per-kernel latency costs in
+    // decode. Each GEMV block stages its normalized input first, which costs more than the saved
+    // launches once rows get long. (The CPU keeps separate passes: its GEMVs take activations
+    // quantized once for every consumer.)
+    unsigned fuse_gemv_norm_act_max_dim = 0;
     // Greedy tokens per replay of the table (chain decode). Larger amortizes submission cost;
     // smaller gives a streaming user text sooner.
     int chain_decode_chunk = 16;

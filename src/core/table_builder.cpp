@@ -71,7 +71,7 @@ private:
     // Does a GEMV of `m_rows` rows over these matrices take its input norm (and the gated
     // activation) itself? GPU decode only, and only where no activation conversion comes first.
     bool fuses_into_gemv(const std::vector<const WeightMatrix *> &mats, uint32_t m_rows) const {
-        if (!c_.chip.fuse_gemv_norm_act || c_.config.dim > c_.chip.fuse_gemv_max_dim || m_rows != 1) return false;
+        if (c_.config.dim > c_.chip.fuse_gemv_norm_act_max_dim || m_rows != 1) return false;
         for (const WeightMatrix *w : mats)
             if (w->desc->act_quant_kernel) return false;
         return true;

@@ -103,8 +103,8 @@ ChipConfig CudaDevice::chip_config() const {
     // AKUNU_CUDA_FUSE=0: separate norm and activation commands in decode; =all: fused at every
     // model width (A/B timing).
     const char *fuse = std::getenv("AKUNU_CUDA_FUSE");
-    if (fuse && std::strcmp(fuse, "0") == 0) c.fuse_gemv_norm_act = false;
-    if (fuse && std::strcmp(fuse, "all") == 0) c.fuse_gemv_max_dim = ~0u;
+    if (fuse && std::strcmp(fuse, "0") == 0) c.fuse_gemv_norm_act_max_dim = 0;
+    if (fuse && std::strcmp(fuse, "all") == 0) c.fuse_gemv_norm_act_max_dim = ~0u;
     return c;
 }
 

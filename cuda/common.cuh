@@ -50,12 +50,21 @@ void launch_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, co
 }
 
 // --- device: kernel entry -----------------------------------------------------------------
-// Waits for the previous kernel (programmatic dependent launch), then lets the next one launch.
-__device__ __forceinline__ void pdl_enter() {
+// pdl_wait: wait until the previous kernel has finished and its writes are visible.
+// pdl_release: let the next kernel launch (its blocks take SM room as this one's free it).
+__device__ __forceinline__ void pdl_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_release() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
+}
+__device__ __forceinline__ void pdl_enter() {
+    pdl_wait();
+    pdl_release();
 }
 
 // Asks L2 for the 128-byte line holding p (no registers, no wait).

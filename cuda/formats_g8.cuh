@@ -50,6 +50,27 @@ __device__ __forceinline__ float dot_int8x16(uint4 q, const float *x) {
     return s;
 }
 
+// The integer GEMV (cuda/gemv_q16.cuh) takes x as int16 pairs: xw[j] holds elements 2j (low half)
+// and 2j + 1 of a 32-element block. dp2a multiplies two int16 by two bytes of a weight word and
+// adds both products to an int32: .lo pairs bytes 0, 1 with xw[2i], .hi bytes 2, 3 with xw[2i + 1],
+// so a word of four consecutive elements 4i..4i+3 takes one of each. Sums are exact integers.
+__device__ __forceinline__ int dp2a_word(const int *xw, int i, uint32_t bytes, int acc) {
+    acc = __dp2a_lo(xw[2 * i], (int)bytes, acc);
+    return __dp2a_hi(xw[2 * i + 1], (int)bytes, acc);
+}
+
+// Sum of nibbles x q16 over a 4-bit block (unsigned nibbles 0..15; the format removes its offset).
+__device__ __forceinline__ int dp2a_nibbles(uint4 q, const int *xw) {
+    const uint32_t w[4] = {q.x, q.y, q.z, q.w};
+    int s = 0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        s = dp2a_word(xw, i, nibble_bytes(w[i], 0), s);      // elements 4i..4i+3
+        s = dp2a_word(xw, 4 + i, nibble_bytes(w[i], 1), s);  // elements 16+4i..16+4i+3
+    }
+    return s;
+}
+
 // Four bytes n (0..255) -> the four halves (n + 1024 - sub) * d + m as two half2 words: a byte
 // under the exponent bits 0x64 is the half 1024 + n (exact), so `sub` removes 1024 and the offset.
 __device__ __forceinline__ void bytes_to_half(uint32_t bytes, __half2 sub, __half2 d, __half2 m, uint32_t *out) {
@@ -65,6 +86,8 @@ __device__ __forceinline__ void bytes_to_half(uint32_t bytes, __half2 sub, __hal
 //   the GEMV: g8_load_block<F>(group, K, kb, r) -> G8Block (row r's block kb: quants + scales),
 //     block_dot(block, x, x_sum) = its dot with x[0..31] (x_sum = sum of those x, used by Q4_1's
 //     offset: kNeedsXSum);
+//   the integer GEMV: block_dot_q16(block, xw, x_scale, xq_sum) = the same dot with x given as
+//     int16 pairs xw (x = x_scale * q, xq_sum = sum of the q);
 //   the GEMM's and the embedding's 16-element halves: raw(group, K, kb, r, h) -> G8Raw (the 16
 //     quant bytes holding elements 16h..16h+15 + the scales), to_half(raw, h, out) (8 half2
 //     words), to_float(raw, h, out) (16 exact floats).
@@ -103,6 +126,9 @@ struct G8FmtQ4_0 {
     __device__ static float block_dot(const G8Block<1> &b, const float *x, float) {
         return dot_nibbles<8>(b.q[0], x) * half_lo(b.scales);
     }
+    __device__ static float block_dot_q16(const G8Block<1> &b, const int *xw, float x_scale, int xq_sum) {
+        return (float)(dp2a_nibbles(b.q[0], xw) - 8 * xq_sum) * (half_lo(b.scales) * x_scale);
+    }
     __device__ static G8Raw raw(const uint8_t *grp, uint32_t K, uint32_t kb, uint32_t r, int) {
         return {__ldg(reinterpret_cast<const uint4 *>(grp + Layout::quant_offset(K, kb, r))),
                 __ldg(reinterpret_cast<const unsigned short *>(grp + Layout::scale_offset(kb, r)))};
@@ -132,6 +158,9 @@ struct G8FmtQ4_1 {
     __device__ static float block_dot(const G8Block<1> &b, const float *x, float x_sum) {
         return fmaf(dot_nibbles<0>(b.q[0], x), half_lo(b.scales), half_hi(b.scales) * x_sum);
     }
+    __device__ static float block_dot_q16(const G8Block<1> &b, const int *xw, float x_scale, int xq_sum) {
+        return fmaf((float)dp2a_nibbles(b.q[0], xw), half_lo(b.scales), half_hi(b.scales) * (float)xq_sum) * x_scale;
+    }
     __device__ static G8Raw raw(const uint8_t *grp, uint32_t K, uint32_t kb, uint32_t r, int) {
         return {__ldg(reinterpret_cast<const uint4 *>(grp + Layout::quant_offset(K, kb, r))),
                 __ldg(reinterpret_cast<const uint32_t *>(grp + Layout::scale_offset(kb, r)))};
@@ -159,6 +188,13 @@ struct G8FmtQ8_0 {
     static constexpr bool kNeedsXSum = false;
     __device__ static float block_dot(const G8Block<2> &b, const float *x, float) {
         return (dot_int8x16(b.q[0], x) + dot_int8x16(b.q[1], x + 16)) * half_lo(b.scales);
+    }
+    __device__ static float block_dot_q16(const G8Block<2> &b, const int *xw, float x_scale, int) {
+        const uint32_t w[8] = {b.q[0].x, b.q[0].y, b.q[0].z, b.q[0].w, b.q[1].x, b.q[1].y, b.q[1].z, b.q[1].w};
+        int s = 0;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) s = dp2a_word(xw, i, w[i], s);  // signed bytes: elements 4i..4i+3
+        return (float)s * (half_lo(b.scales) * x_scale);
     }
     __device__ static G8Raw raw(const uint8_t *grp, uint32_t K, uint32_t kb, uint32_t r, int h) {
         return {__ldg(reinterpret_cast<const uint4 *>(grp + Layout::quant_offset(K, kb, r)) + h),

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cuda/gemm_tiles.cuh"
+#include "cuda/gemv_q16.cuh"
 
 namespace akunu::cuda {
 
@@ -127,9 +128,21 @@ void launch_gemv_g8(const LaunchArgs &a, const GemmLaunch &l) {
     const bool gated = p.output_op != kGemmOutputPlain;
     const bool two = gated || l.total_groups >= 2u * (unsigned)a.workspace->sm_count, wide = p.K > 512;
     const unsigned items = gated ? g8_groups(p.N[0]) : two ? ceil_div_u(l.total_groups, 2) : l.total_groups;
+    const int warps = wide ? 8 : 4, threads = warps * 32;
+    // The integer GEMV (cuda/gemv_q16.cuh) where its per-warp x slices fit the default shared
+    // memory, and where rows give each warp a step at least: below that, the float kernel's x,
+    // staged once per block, serves several items (H100 tg128, SmolLM2's K = 576: float 1519 t/s,
+    // integer 1467).
+    const size_t q16_smem = (size_t)warps * q16_warp_bytes(q16_steps(p.K, warps));
+    if (a.workspace->integer_gemv && p.K >= 32u * 4 * warps && q16_smem <= 48 * 1024) {
+        auto q16 = two ? (wide ? gemv_g8_q16_kernel<F, 2, 8, kNorm> : gemv_g8_q16_kernel<F, 2, 4, kNorm>)
+                       : (wide ? gemv_g8_q16_kernel<F, 1, 8, kNorm> : gemv_g8_q16_kernel<F, 1, 4, kNorm>);
+        launch_pdl(q16, items, threads, q16_smem, a, l.x, l.y, l.w, p, l.total_groups, l.norm_w,
+                   a.workspace->q16_late_release);
+        return;
+    }
     auto kernel = two ? (wide ? gemv_g8_kernel<F, 2, 8, kNorm> : gemv_g8_kernel<F, 2, 4, kNorm>)
                       : (wide ? gemv_g8_kernel<F, 1, 8, kNorm> : gemv_g8_kernel<F, 1, 4, kNorm>);
-    const int threads = (wide ? 8 : 4) * 32;
     const size_t smem = staged_x_bytes(kernel, p, kNorm);
     // A normed GEMV runs one wave of blocks, each staging its input once and walking its items.
     unsigned blocks = items;

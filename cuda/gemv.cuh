@@ -175,6 +175,55 @@ __device__ __forceinline__ bool slot_group(const GemmParams &p, uint32_t total_g
     return group < total_groups;
 }
 
+// The end of a g8 GEMV item: each lane's per-group sums (lanes of one row r = lane % 8 hold
+// different blocks) reduced over the warp and then over the block's warps in shared memory,
+// scaled, and stored (or, gated, combined into act(gate) * up). sq_by_warp: the warps' sums of
+// x^2 (shared memory, written before the call), whose total sets the scale to 1 / rms(x).
+template <int kGroups, int kWarps>
+__device__ __forceinline__ void gemv_g8_store(const float (&acc)[kGroups], float scale, float *__restrict__ y,
+                                              const GemmParams &p, uint32_t total_groups, uint32_t item,
+                                              float (&partial)[kWarps][kGroups][kG8Rows],
+                                              const float *sq_by_warp = nullptr) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const uint32_t r = lane & 7, kq = lane >> 3;
+#pragma unroll
+    for (int g = 0; g < kGroups; ++g) {
+        float s = acc[g];
+        s += __shfl_xor_sync(0xffffffffu, s, 8);
+        s += __shfl_xor_sync(0xffffffffu, s, 16);
+        if (kq == 0) partial[warp][g][r] = s;
+    }
+    __syncthreads();
+    if (sq_by_warp) {
+        float sq = 0.f;
+#pragma unroll
+        for (int i = 0; i < kWarps; ++i) sq += sq_by_warp[i];
+        scale = 1.0f / sqrtf(sq / (float)p.K + p.eps);
+    }
+    const auto group_sum = [&](uint32_t g, uint32_t rr) {
+        float s = 0.f;
+#pragma unroll
+        for (int i = 0; i < kWarps; ++i) s += partial[i][g][rr];
+        return s * scale;
+    };
+    if (kGroups == 2 && p.output_op != kGemmOutputPlain) {
+        const uint32_t row = item * kG8Rows + threadIdx.x;
+        if (threadIdx.x < kG8Rows && row < p.N[0])
+            y[p.y_col[0] + row] = gated_output(p.output_op, group_sum(0, threadIdx.x), group_sum(kGroups - 1, threadIdx.x));
+    } else if (threadIdx.x < kGroups * kG8Rows) {
+        const uint32_t g = threadIdx.x / kG8Rows, rr = threadIdx.x % kG8Rows;
+        uint32_t part, local;
+        if (slot_group<kGroups>(p, total_groups, item, g, part, local)) {
+            const uint32_t row = local * kG8Rows + rr;
+            if (row < p.N[part]) {
+                const float s = group_sum(g, rr);
+                float *dst = y + p.y_col[part] + row;
+                *dst = p.accumulate ? *dst + s : s;
+            }
+        }
+    }
+}
+
 // One work item of the g8 GEMV = slot_group's block `item`: its groups' sums into y.
 template <class F, int kGroups, int kWarps, bool kNorm>
 __device__ __forceinline__ void gemv_g8_item(const float *__restrict__ x, const float4 *staged_x, float scale,
@@ -208,36 +257,7 @@ __device__ __forceinline__ void gemv_g8_item(const float *__restrict__ x, const 
 #pragma unroll
         for (int g = 0; g < kGroups; ++g) acc[g] += F::block_dot(blk[g], xv, x_sum);
     }
-#pragma unroll
-    for (int g = 0; g < kGroups; ++g) {
-        float s = acc[g];
-        s += __shfl_xor_sync(0xffffffffu, s, 8);
-        s += __shfl_xor_sync(0xffffffffu, s, 16);
-        if (kq == 0) partial[warp][g][r] = s;
-    }
-    __syncthreads();
-    const auto group_sum = [&](uint32_t g, uint32_t rr) {
-        float s = 0.f;
-#pragma unroll
-        for (int i = 0; i < kWarps; ++i) s += partial[i][g][rr];
-        return s * scale;
-    };
-    if (kGroups == 2 && p.output_op != kGemmOutputPlain) {
-        const uint32_t row = item * kG8Rows + threadIdx.x;
-        if (threadIdx.x < kG8Rows && row < p.N[0])
-            y[p.y_col[0] + row] = gated_output(p.output_op, group_sum(0, threadIdx.x), group_sum(kGroups - 1, threadIdx.x));
-    } else if (threadIdx.x < kGroups * kG8Rows) {
-        const uint32_t g = threadIdx.x / kG8Rows, rr = threadIdx.x % kG8Rows;
-        uint32_t part, local;
-        if (slot_group<kGroups>(p, total_groups, item, g, part, local)) {
-            const uint32_t row = local * kG8Rows + rr;
-            if (row < p.N[part]) {
-                const float s = group_sum(g, rr);
-                float *dst = y + p.y_col[part] + row;
-                *dst = p.accumulate ? *dst + s : s;
-            }
-        }
-    }
+    gemv_g8_store<kGroups, kWarps>(acc, scale, y, p, total_groups, item, partial);
 }
 
 template <class F, int kGroups>

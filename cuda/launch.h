@@ -32,6 +32,8 @@ struct Workspace {
     int sm_count = 1;
     bool pdl = false;  // programmatic dependent launch (compute capability >= 9.0)
     bool prefetch_weights = true;  // GEMVs ask L2 for their first weights before waiting (PDL)
+    bool integer_gemv = true;      // g8 GEMVs on int16 x and dp2a (cuda/gemv_q16.cuh)
+    bool q16_late_release = true;  // those let the next kernel launch after their main loop
     size_t l2_bytes = 0;
 };
 

@@ -33,6 +33,9 @@ SPECS["bf16_tied"] = replace(gm.SPECS["q4_0_tied"], name="bf16_tied", dtype="BF1
 SPECS["f16_hd64"] = gm.TinySpec("f16_hd64", dtype="F16", hidden=256, n_heads=4, n_kv_heads=2, head_dim=64, seed=13)
 SPECS["q8_0_hd128"] = gm.TinySpec("q8_0_hd128", dtype="Q8_0", hidden=256, n_heads=2, n_kv_heads=1, head_dim=128,
                                   seed=14)
+# Wide enough (hidden 1024) for the integer decode GEMV of the g8 formats (cuda/gemv_q16.cuh).
+SPECS["q4_0_wide"] = gm.TinySpec("q4_0_wide", dtype="Q4_0", hidden=1024, n_heads=8, n_kv_heads=2, head_dim=128,
+                                 ffn=2048, seed=15)
 
 PROMPTS = [
     "Once upon a time, in a small village by the sea, there lived",
@@ -102,7 +105,7 @@ def assert_greedy_match(cpu, cuda, n=32):
         assert a == b, (prompt, a, b)
 
 
-@pytest.mark.parametrize("name", ["f32_untied", "q4_0_tied", "q8_0_untied", "q4_1_untied"])
+@pytest.mark.parametrize("name", ["f32_untied", "q4_0_tied", "q8_0_untied", "q4_1_untied", "q4_0_wide"])
 def test_greedy_matches_cpu(name, pair):
     assert_greedy_match(*pair(name))
 
@@ -117,7 +120,7 @@ def _steps(model, ids, n):
     return out
 
 
-@pytest.mark.parametrize("name", ["f32_untied", "q4_0_untied_llama3"])
+@pytest.mark.parametrize("name", ["f32_untied", "q4_0_untied_llama3", "q4_0_wide"])
 def test_chain_equals_steps(name, pair):
     _, cuda = pair(name)
     ids = cuda.tokenizer.encode(PROMPTS[0])
@@ -146,13 +149,29 @@ def test_one_table_replayed_at_many_positions(pair):
     assert cuda.table_builds == builds == 1
 
 
-def test_long_context_attention_matches_cpu(pair):
-    """Decode far into the context: split-K attention over ~1000 cached positions."""
-    cpu, cuda = pair("f16_tied")
+@pytest.mark.parametrize("name", ["f16_tied", "f16_hd64", "q8_0_hd128"])
+def test_long_context_attention_matches_cpu(name, pair):
+    """Decode far into the context: split-K attention over ~1000 cached positions (head sizes 16,
+    64 and 128; GQA groups of 2). Both backends are fed the CPU's tokens; where their argmaxes
+    differ, the CPU's own logits must show a near tie between the two tokens (random tiny models
+    have some: q8_0_hd128 at 1000 positions has its top two 3e-4 apart, while CPU and CUDA logits
+    differ by ~0.02 everywhere)."""
+    cpu, cuda = pair(name)
     ids = _tokens(cpu, 300)
     ids = (ids * 4)[:1000]
-    a, b = _greedy(cpu, ids, 24), _greedy(cuda, ids, 24)
-    assert a == b
+    cpu.reset()
+    cuda.reset()
+    a, b = cpu.prefill(ids), cuda.prefill(ids)
+    seq, disagreements = list(ids), []
+    for _ in range(24):
+        if a != b:
+            disagreements.append((len(seq), a, b))
+        seq.append(a)
+        a, b = cpu.decode_step(a), cuda.decode_step(a)
+    assert len(disagreements) <= 2, disagreements
+    for n, a, b in disagreements:
+        logits = cpu.logits(seq[:n])[-1]
+        assert logits[a] - logits[b] < 0.05, (n, a, b, logits[a], logits[b])
 
 
 # ------------------------------------------------------------------ single GEMM / embedding commands
@@ -209,7 +228,7 @@ def _gelu_tanh(g):
     return 0.5 * g * (1.0 + np.tanh(0.7978845608028654 * (g + 0.044715 * g ** 3)))
 
 
-# The decode GEMV's fusions (ChipConfig::fuse_gemv_norm_act_max_dim): the input RMSNorm and the gated
+# The decode GEMV's fusions (ChipConfig::fuse_gemv_norm_max_dim / fuse_gemv_activation): the input RMSNorm and the gated
 # output. Shapes reach every launch variant: GGUF-row blocks of 4 (k < 2048) and 16 rows, g8 blocks
 # of 1 or 2 groups of 4 (k <= 512) or 8 warps, row counts that are not whole groups or blocks.
 @pytest.mark.parametrize("name", ["Q4_0", "Q4_1", "Q8_0", "F16", "Q4_K", "Q6_K"])

@@ -10,13 +10,16 @@ struct ChipConfig {
     size_t last_level_cache = 0;    // bytes: CPU L3, GPU L2, Apple SLC
     // Run Q/K/V (and gate/up) as one multi-matrix GEMM command instead of separate ones.
     bool should_fuse_weights = true;
-    // Decode GEMVs normalize their input (the RMSNorm before Q/K/V, gate/up and the logits) and
-    // apply the gated activation to gate/up in their epilogue, for models up to this width (0:
-    // never): three fewer launches per layer, which is what a GPU's per-kernel latency costs in
-    // decode. Each GEMV block stages its normalized input first, which costs more than the saved
-    // launches once rows get long. (The CPU keeps separate passes: its GEMVs take activations
-    // quantized once for every consumer.)
-    unsigned fuse_gemv_norm_act_max_dim = 0;
+    // Decode GEMVs normalize their input (the RMSNorm before Q/K/V, gate/up and the logits) for
+    // models up to these widths (0: never), and the gate/up GEMV applies the gated activation in
+    // its epilogue: fewer launches per layer, which is what a GPU's per-kernel latency costs in
+    // decode. A GEMV that stages its whole normalized input first loses to the saved launch
+    // sooner than one that streams the norm (DTypeDescriptor::gemv_streams_norm); the epilogue
+    // costs nothing. (The CPU keeps separate passes: its GEMVs take activations quantized once
+    // for every consumer.)
+    unsigned fuse_gemv_norm_max_dim = 0;
+    unsigned fuse_streamed_norm_max_dim = 0;
+    bool fuse_gemv_activation = false;
     // Greedy tokens per replay of the table (chain decode). Larger amortizes submission cost;
     // smaller gives a streaming user text sooner.
     int chain_decode_chunk = 16;

@@ -24,6 +24,10 @@ struct DTypeDescriptor {
     // r, src and dst both offset by r * row_bytes) writes that slice's part of the result, so a
     // device may repack slices in parallel. 0: repack whole matrices only.
     uint32_t repack_row_group = 0;
+    // The decode GEMV folds an input RMSNorm into its own pass over x (no staging of the whole
+    // row first), so the table builder fuses the norm up to ChipConfig::fuse_streamed_norm_max_dim
+    // rather than fuse_gemv_norm_max_dim.
+    bool gemv_streams_norm = false;
 };
 
 }  // namespace akunu

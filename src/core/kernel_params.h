@@ -34,7 +34,7 @@ struct ActQuantParams {
 };
 
 // What a decode GEMV (M = 1) may do besides the product, so that the norm before it and the gated
-// activation after it cost no launch of their own (GPU backends; ChipConfig::fuse_gemv_norm_act_max_dim).
+// activation after it cost no launch of their own (GPU backends; ChipConfig::fuse_gemv_norm_max_dim / fuse_gemv_activation).
 enum GemmInputOp : uint32_t {
     kGemmInputAsIs = 0,
     kGemmInputRMSNorm = 1,  // x is RMS-normalized first (eps below; weight: the buffer after the matrices)

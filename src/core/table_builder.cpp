@@ -68,13 +68,20 @@ private:
     uint32_t rows() const { return (uint32_t)s_.rows; }
     uint32_t qkv_stride() const { return c_.config.q_dim() + 2 * c_.config.kv_dim(); }
 
-    // Does a GEMV of `m_rows` rows over these matrices take its input norm (and the gated
-    // activation) itself? GPU decode only, and only where no activation conversion comes first.
-    bool fuses_into_gemv(const std::vector<const WeightMatrix *> &mats, uint32_t m_rows) const {
-        if (c_.config.dim > c_.chip.fuse_gemv_norm_act_max_dim || m_rows != 1) return false;
+    // Can a GEMV of `m_rows` rows over these matrices take a fusion at all? GPU decode only, and
+    // only where no activation conversion comes before it.
+    bool gemv_can_fuse(const std::vector<const WeightMatrix *> &mats, uint32_t m_rows) const {
+        if (m_rows != 1) return false;
         for (const WeightMatrix *w : mats)
             if (w->desc->act_quant_kernel) return false;
         return true;
+    }
+    // Does it take its input norm itself? Up to the chip's width limit for its kind of GEMV.
+    bool fuses_norm(const std::vector<const WeightMatrix *> &mats, uint32_t m_rows) const {
+        if (!gemv_can_fuse(mats, m_rows)) return false;
+        bool streamed = true;
+        for (const WeightMatrix *w : mats) streamed = streamed && w->desc->gemv_streams_norm;
+        return c_.config.dim <= (streamed ? c_.chip.fuse_streamed_norm_max_dim : c_.chip.fuse_gemv_norm_max_dim);
     }
 
     void emit_embedding() {
@@ -160,12 +167,12 @@ private:
     }
 
     // y = norm(x) . W_i^T over `n_rows` residual rows from `x_row`: a norm command then the matmul,
-    // or one GEMV that normalizes its input (fuses_into_gemv).
+    // or one GEMV that normalizes its input (fuses_norm).
     void emit_normed_matmul(const std::vector<const WeightMatrix *> &mats, const Buffer &norm_weight, uint32_t x_row,
                             uint32_t n_rows, const Buffer &y, uint32_t y_stride, const std::string &norm_label,
                             const std::string &label) {
         const uint32_t dim = c_.config.dim;
-        if (fuses_into_gemv(mats, n_rows)) {
+        if (fuses_norm(mats, n_rows)) {
             GemvFusion f;
             f.input_norm = &norm_weight;
             emit_matmul(mats, c_.scratch.residual, dim, y, y_stride, false, n_rows, label, f, x_row);
@@ -175,18 +182,24 @@ private:
         emit_matmul(mats, c_.scratch.normed, dim, y, y_stride, false, n_rows, label);
     }
 
-    // ffn_act = act(gate . norm(x)) * (up . norm(x)): norm, gate/up and activation commands, or one
-    // GEMV doing all three when gate and up form a single command.
+    // ffn_act = act(gate . norm(x)) * (up . norm(x)): norm, gate/up and activation commands; where
+    // gate and up form a single GEMV command, it applies the activation in its epilogue (and, for
+    // narrow models, the norm too).
     void emit_ffn_gate_up(const LayerWeights &L, const std::string &p) {
         const ModelConfig &cfg = c_.config;
         const ScratchBuffers &sc = c_.scratch;
+        const std::vector<const WeightMatrix *> mats = {&L.gate, &L.up};
         const bool one_command = c_.chip.should_fuse_weights && L.gate.desc == L.up.desc && L.gate.rows == L.up.rows;
-        if (one_command && fuses_into_gemv({&L.gate, &L.up}, rows())) {
+        if (one_command && c_.chip.fuse_gemv_activation && gemv_can_fuse(mats, rows())) {
             GemvFusion f;
-            f.input_norm = &L.ffn_norm;
             f.output_op = c_.arch.fused_activation;
-            emit_matmul({&L.gate, &L.up}, sc.residual, cfg.dim, sc.ffn_act, cfg.ffn_dim, false, rows(), p + "gate_up",
-                        f);
+            if (fuses_norm(mats, rows())) {
+                f.input_norm = &L.ffn_norm;
+                emit_matmul(mats, sc.residual, cfg.dim, sc.ffn_act, cfg.ffn_dim, false, rows(), p + "gate_up", f);
+            } else {
+                emit_norm(sc.residual, 0, L.ffn_norm, rows(), p + "ffn_norm");
+                emit_matmul(mats, sc.normed, cfg.dim, sc.ffn_act, cfg.ffn_dim, false, rows(), p + "gate_up", f);
+            }
             return;
         }
         emit_normed_matmul({&L.gate, &L.up}, L.ffn_norm, 0, rows(), sc.gate_up, 2 * cfg.ffn_dim, p + "ffn_norm",

@@ -274,7 +274,8 @@ void bind_kernels(nb::module_ &m) {
             const std::string part_bytes(w_raw.c_str(), w_raw.size() / (size_t)parts);
             std::unique_ptr<DeviceMatrix> dm =
                 upload_matrix(backend, dtype_name, nb::bytes(part_bytes.data(), part_bytes.size()), n_rows, k);
-            if (dm->dev->chip_config().fuse_gemv_norm_act_max_dim == 0)
+            const akunu::ChipConfig chip = dm->dev->chip_config();
+            if (chip.fuse_gemv_norm_max_dim == 0 || !chip.fuse_gemv_activation)
                 throw nb::value_error(("backend '" + backend + "' has no fused GEMV input norm / gated output").c_str());
             auto *y = new std::vector<float>((size_t)n_rows);
             std::vector<float> x_host(x.data(), x.data() + k);

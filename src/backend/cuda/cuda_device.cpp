@@ -31,11 +31,11 @@ const DTypeDescriptor kCudaDTypes[] = {
     {DType::F16, "gemm_f16", "embedding_f16", nullptr, nullptr},
     {DType::BF16, "gemm_bf16", "embedding_bf16", nullptr, nullptr},
     {DType::Q8_0, "gemm_q8_0_g8", "embedding_q8_0_g8", nullptr, nullptr, g8_matrix_bytes<DType::Q8_0>,
-     g8_matrix_repack<DType::Q8_0>, kG8Rows},
+     g8_matrix_repack<DType::Q8_0>, kG8Rows, true},
     {DType::Q4_0, "gemm_q4_0_g8", "embedding_q4_0_g8", nullptr, nullptr, g8_matrix_bytes<DType::Q4_0>,
-     g8_matrix_repack<DType::Q4_0>, kG8Rows},
+     g8_matrix_repack<DType::Q4_0>, kG8Rows, true},
     {DType::Q4_1, "gemm_q4_1_g8", "embedding_q4_1_g8", nullptr, nullptr, g8_matrix_bytes<DType::Q4_1>,
-     g8_matrix_repack<DType::Q4_1>, kG8Rows},
+     g8_matrix_repack<DType::Q4_1>, kG8Rows, true},
 #define AKUNU_ENTRY(lower, upper) {DType::upper, "gemm_" #lower, "embedding_" #lower, nullptr, nullptr},
     AKUNU_CUDA_KQUANT_FORMATS(AKUNU_ENTRY)
 #undef AKUNU_ENTRY
@@ -78,11 +78,16 @@ CudaDevice::CudaDevice(int device_index) : device_(device_index) {
     workspace_.sm_count = sm_count_;
     workspace_.l2_bytes = l2_bytes_;
     // Programmatic dependent launch needs Hopper; AKUNU_CUDA_PDL=0 turns it off, as
-    // AKUNU_CUDA_PREFETCH=0 turns off the GEMVs' early weight prefetch (A/B timing).
-    const char *pdl = std::getenv("AKUNU_CUDA_PDL");
-    workspace_.pdl = prop.major >= 9 && !(pdl && std::strcmp(pdl, "0") == 0);
-    const char *prefetch = std::getenv("AKUNU_CUDA_PREFETCH");
-    workspace_.prefetch_weights = !(prefetch && std::strcmp(prefetch, "0") == 0);
+    // AKUNU_CUDA_PREFETCH=0 turns off the float GEMVs' early weight prefetch, AKUNU_CUDA_Q16=0 the
+    // integer GEMV and AKUNU_CUDA_PDL_LATE=0 its late release of the next kernel (A/B timing).
+    const auto switched_off = [](const char *name) {
+        const char *v = std::getenv(name);
+        return v && std::strcmp(v, "0") == 0;
+    };
+    workspace_.pdl = prop.major >= 9 && !switched_off("AKUNU_CUDA_PDL");
+    workspace_.prefetch_weights = !switched_off("AKUNU_CUDA_PREFETCH");
+    workspace_.integer_gemv = !switched_off("AKUNU_CUDA_Q16");
+    workspace_.q16_late_release = !switched_off("AKUNU_CUDA_PDL_LATE");
 }
 
 CudaDevice::~CudaDevice() {
@@ -100,11 +105,14 @@ CudaDevice::~CudaDevice() {
 
 ChipConfig CudaDevice::chip_config() const {
     ChipConfig c = ChipConfig::for_gpu(sm_count_, l2_bytes_);
-    // AKUNU_CUDA_FUSE=0: separate norm and activation commands in decode; =all: fused at every
-    // model width (A/B timing).
+    // AKUNU_CUDA_FUSE=0: separate norm and activation commands in decode; =all: both fused at
+    // every model width; =norm / =act: only that one at every width (A/B timing).
     const char *fuse = std::getenv("AKUNU_CUDA_FUSE");
-    if (fuse && std::strcmp(fuse, "0") == 0) c.fuse_gemv_norm_act_max_dim = 0;
-    if (fuse && std::strcmp(fuse, "all") == 0) c.fuse_gemv_norm_act_max_dim = ~0u;
+    const std::string f = fuse ? fuse : "";
+    if (f == "0" || f == "act") c.fuse_gemv_norm_max_dim = c.fuse_streamed_norm_max_dim = 0;
+    if (f == "all" || f == "norm") c.fuse_gemv_norm_max_dim = c.fuse_streamed_norm_max_dim = ~0u;
+    if (f == "0" || f == "norm") c.fuse_gemv_activation = false;
+    if (f == "all" || f == "act") c.fuse_gemv_activation = true;
     return c;
 }
 

@@ -1,0 +1,135 @@
+// The decode GEMV over the g8 layout with integer products (Q4_0 / Q4_1 / Q8_0, no fused input
+// norm): the block-for-block twin of gemv.cuh's gemv_g8_kernel, with x quantized to int16.
+//
+// Why: the float GEMV spends ~3.4 instructions per weight (byte -> float, bias, FMA); on an H100
+// that, not DRAM, capped its large matrices at ~2.4 TB/s (ncu: issue slots 65-71 % busy). dp2a
+// multiplies two int16 by two weight bytes into an exact int32 in one instruction, ~1.1 per weight.
+//
+// x is quantized exactly as the CPU backend quantizes it (ADR 0002, quant_kernels.cpp): int16 with
+// one scale per 32-element block, d = max|x| / 32767, q = roundf(x / d) (ties away from zero), so
+// both backends see the same integers. Each warp quantizes only the blocks it will read, into its
+// own slice of shared memory, so no block-wide barrier stands between the weight loads and the
+// math; the first weight loads are issued before the wait for the previous kernel (PDL), since
+// weights depend on no command.
+#pragma once
+#include "cuda/gemv.cuh"
+
+namespace akunu::cuda {
+
+// One quantized 32-element block of x: 16 words of int16 pairs, then its scale and the sum of its q.
+struct XQ16Block {
+    int w[16];
+};
+
+// Shared memory of one warp of a q16 GEMV: `steps` warp-steps x 4 blocks.
+__host__ __device__ __forceinline__ size_t q16_warp_bytes(uint32_t steps) {
+    return (size_t)steps * 4 * (sizeof(XQ16Block) + sizeof(float) + sizeof(int));
+}
+__host__ __device__ __forceinline__ uint32_t q16_steps(uint32_t K, int warps) { return (K / 32 + warps * 4 - 1) / (warps * 4); }
+
+// Warp `warp` quantizes the blocks it reads (kb = warp * 4 + kq + s * kWarps * 4) into its slice:
+// lane = (kq = lane / 8, sub = lane % 8) takes 4 consecutive floats of block kq of each step.
+// With the input norm (kNorm) it quantizes x * norm_w and returns the lane's sum of x^2 (the
+// warps' slices cover x exactly once, so their sums add up to the row's).
+template <int kWarps, bool kNorm>
+__device__ __forceinline__ float quantize_warp_x(const float *__restrict__ x, const float *__restrict__ norm_w,
+                                                 uint32_t n_blocks, uint32_t steps, XQ16Block *xq, float *x_scale,
+                                                 int *xq_sum) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const uint32_t kq = lane >> 3, sub = lane & 7;
+    float sq = 0.f;
+    for (uint32_t s = 0; s < steps; ++s) {
+        const uint32_t kb = (uint32_t)warp * 4 + kq + s * kWarps * 4;
+        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (kb < n_blocks) {
+            v = __ldg(reinterpret_cast<const float4 *>(x + (size_t)kb * 32) + sub);
+            if constexpr (kNorm) {
+                sq += sum_sq4(v);
+                v = mul4(v, __ldg(reinterpret_cast<const float4 *>(norm_w + (size_t)kb * 32) + sub));
+            }
+        }
+        float amax = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
+#pragma unroll
+        for (int o = 1; o < 8; o <<= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+        const float d = amax / 32767.f, inv = d != 0.f ? 1.0f / d : 0.f;
+        const int q0 = (int)roundf(__fmul_rn(v.x, inv)), q1 = (int)roundf(__fmul_rn(v.y, inv));
+        const int q2 = (int)roundf(__fmul_rn(v.z, inv)), q3 = (int)roundf(__fmul_rn(v.w, inv));
+        int sum = q0 + q1 + q2 + q3;
+#pragma unroll
+        for (int o = 1; o < 8; o <<= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+        const uint32_t slot = s * 4 + kq;
+        reinterpret_cast<int2 *>(xq[slot].w)[sub] =
+            make_int2((int)(((uint32_t)q0 & 0xFFFFu) | ((uint32_t)q1 << 16)), (int)(((uint32_t)q2 & 0xFFFFu) | ((uint32_t)q3 << 16)));
+        if (sub == 0) {
+            x_scale[slot] = d;
+            xq_sum[slot] = sum;
+        }
+    }
+    __syncwarp();
+    return sq;
+}
+
+// Two warp-steps of weights in flight per lane (a ring of registers; four measured slower on an
+// H100, 8B shape tg128 378 -> 368 t/s, one 367), the first two issued before the wait for the
+// previous kernel. kNorm: the input RMSNorm, by linearity as in gemv.cuh (x * norm_w quantized,
+// the sums scaled by 1 / rms at the end). late_release: let the next kernel launch only after the
+// main loop (its early blocks would take SM room from this one's: 8B shape 378 -> 392 t/s).
+template <class F, int kGroups, int kWarps, bool kNorm>
+__global__ void __launch_bounds__(kWarps * 32)
+    gemv_g8_q16_kernel(const float *__restrict__ x, float *__restrict__ y, WeightPtrs w, GemmParams p,
+                       uint32_t total_groups, const float *__restrict__ norm_w, bool late_release) {
+    constexpr int kDepth = 2;
+    using Block = G8Block<F::Layout::kQuantBytes / 16>;
+    __shared__ float partial[kWarps][kGroups][kG8Rows];
+    __shared__ float sq_by_warp[kWarps];
+    extern __shared__ int4 q16_smem[];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const uint32_t r = lane & 7, kq = lane >> 3;
+    const uint32_t K = p.K, n_blocks = K / 32, steps = q16_steps(K, kWarps);
+    const uint32_t first = (uint32_t)warp * 4 + kq, stride = kWarps * 4;
+    // This lane's steps: blocks first, first + stride, ... below n_blocks.
+    const uint32_t my_steps = first < n_blocks ? (n_blocks - first + stride - 1) / stride : 0;
+
+    const uint8_t *grp[kGroups];
+    g8_item_groups<F, kGroups>(w, p, total_groups, blockIdx.x, grp);
+    const auto load_step = [&](uint32_t s, Block (&dst)[kGroups]) {
+        const uint32_t kb = s < my_steps ? first + s * stride : first % n_blocks;
+#pragma unroll
+        for (int g = 0; g < kGroups; ++g) dst[g] = g8_load_block<F>(grp[g], K, kb, r);
+    };
+    Block ring[kDepth][kGroups];
+#pragma unroll
+    for (int d = 0; d < kDepth; ++d) load_step(d, ring[d]);
+    pdl_wait();
+    if (!late_release) pdl_release();
+
+    uint8_t *mine = reinterpret_cast<uint8_t *>(q16_smem) + (size_t)warp * q16_warp_bytes(steps);
+    XQ16Block *xq = reinterpret_cast<XQ16Block *>(mine);
+    float *x_scale = reinterpret_cast<float *>(xq + steps * 4);
+    int *xq_sum = reinterpret_cast<int *>(x_scale + steps * 4);
+    const float sq = quantize_warp_x<kWarps, kNorm>(x, norm_w, n_blocks, steps, xq, x_scale, xq_sum);
+    if constexpr (kNorm) {
+        const float t = warp_sum(sq);
+        if (lane == 0) sq_by_warp[warp] = t;  // read after gemv_g8_store's barrier
+    }
+
+    float acc[kGroups] = {};
+    for (uint32_t s0 = 0; s0 < my_steps; s0 += kDepth) {
+#pragma unroll
+        for (int d = 0; d < kDepth; ++d) {
+            const uint32_t s = s0 + d;
+            if (s < my_steps) {
+                const XQ16Block xb = xq[s * 4 + kq];
+                const float xs = x_scale[s * 4 + kq];
+                const int qs = xq_sum[s * 4 + kq];
+#pragma unroll
+                for (int g = 0; g < kGroups; ++g) acc[g] += F::block_dot_q16(ring[d][g], xb.w, xs, qs);
+                if (s + kDepth < my_steps) load_step(s + kDepth, ring[d]);
+            }
+        }
+    }
+    if (late_release) pdl_release();
+    gemv_g8_store<kGroups, kWarps>(acc, 1.0f, y, p, total_groups, blockIdx.x, partial, kNorm ? sq_by_warp : nullptr);
+}
+
+}  // namespace akunu::cuda

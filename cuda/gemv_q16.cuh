@@ -1,12 +1,12 @@
-// The decode GEMV over the g8 layout with integer products (Q4_0 / Q4_1 / Q8_0, no fused input
-// norm): the block-for-block twin of gemv.cuh's gemv_g8_kernel, with x quantized to int16.
+// The decode GEMV over the g8 layout with integer products (Q4_0 / Q4_1 / Q8_0): the block-for-block
+// twin of gemv.cuh's gemv_g8_kernel (same work split, same fusions), with x quantized to int16.
 //
 // Why: the float GEMV spends ~3.4 instructions per weight (byte -> float, bias, FMA); on an H100
 // that, not DRAM, capped its large matrices at ~2.4 TB/s (ncu: issue slots 65-71 % busy). dp2a
 // multiplies two int16 by two weight bytes into an exact int32 in one instruction, ~1.1 per weight.
 //
 // x is quantized exactly as the CPU backend quantizes it (ADR 0002, quant_kernels.cpp): int16 with
-// one scale per 32-element block, d = max|x| / 32767, q = roundf(x / d) (ties away from zero), so
+// one scale per 32-element block, d = max|x| / 32767, q = roundf(x * (1 / d)) (ties away from zero), so
 // both backends see the same integers. Each warp quantizes only the blocks it will read, into its
 // own slice of shared memory, so no block-wide barrier stands between the weight loads and the
 // math; the first weight loads are issued before the wait for the previous kernel (PDL), since
@@ -16,12 +16,13 @@
 
 namespace akunu::cuda {
 
-// One quantized 32-element block of x: 16 words of int16 pairs, then its scale and the sum of its q.
+// The q of one quantized 32-element block of x as 16 words of int16 pairs (its scale d and the sum
+// of its q live in arrays beside the blocks).
 struct XQ16Block {
     int w[16];
 };
 
-// Shared memory of one warp of a q16 GEMV: `steps` warp-steps x 4 blocks.
+// Shared memory of one warp of a q16 GEMV: `steps` warp-steps x 4 blocks, each with its d and sum.
 __host__ __device__ __forceinline__ size_t q16_warp_bytes(uint32_t steps) {
     return (size_t)steps * 4 * (sizeof(XQ16Block) + sizeof(float) + sizeof(int));
 }

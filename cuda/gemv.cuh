@@ -49,6 +49,8 @@ __device__ __forceinline__ void locate_group(const GemmParams &p, uint32_t group
 
 __device__ __forceinline__ float4 mul4(float4 a, float4 b) { return make_float4(a.x * b.x, a.y * b.y, a.z * b.z, a.w * b.w); }
 __device__ __forceinline__ float sum_sq4(float4 a) { return a.x * a.x + a.y * a.y + a.z * a.z + a.w * a.w; }
+// 1 / rms(x) from the row's sum of x^2, as rmsnorm_f32 computes it.
+__device__ __forceinline__ float inv_rms(float sum_sq, const GemmParams &p) { return 1.0f / sqrtf(sum_sq / (float)p.K + p.eps); }
 
 // The input RMSNorm's first step: xs = x * norm_w (K / 4 float4s of shared memory); returns
 // 1 / rms(x) as rmsnorm_f32 computes it. Every thread of the block calls it.
@@ -62,8 +64,7 @@ __device__ __forceinline__ float stage_normed_x(const float *__restrict__ x, con
         sq += sum_sq4(v);
         xs[i] = mul4(v, __ldg(w4 + i));
     }
-    sq = block_reduce<false>(sq, red);  // (its barriers also publish xs)
-    return 1.0f / sqrtf(sq / (float)p.K + p.eps);
+    return inv_rms(block_reduce<false>(sq, red), p);  // (its barriers also publish xs)
 }
 
 // float4 i of the 32-element block kb of the GEMV's input row: staged in shared memory (normed)
@@ -198,7 +199,7 @@ __device__ __forceinline__ void gemv_g8_store(const float (&acc)[kGroups], float
         float sq = 0.f;
 #pragma unroll
         for (int i = 0; i < kWarps; ++i) sq += sq_by_warp[i];
-        scale = 1.0f / sqrtf(sq / (float)p.K + p.eps);
+        scale = inv_rms(sq, p);
     }
     const auto group_sum = [&](uint32_t g, uint32_t rr) {
         float s = 0.f;

@@ -167,19 +167,20 @@ private:
     }
 
     // y = norm(x) . W_i^T over `n_rows` residual rows from `x_row`: a norm command then the matmul,
-    // or one GEMV that normalizes its input (fuses_norm).
+    // or one GEMV that normalizes its input (fuses_norm). output_op: the GEMV's gated epilogue.
     void emit_normed_matmul(const std::vector<const WeightMatrix *> &mats, const Buffer &norm_weight, uint32_t x_row,
                             uint32_t n_rows, const Buffer &y, uint32_t y_stride, const std::string &norm_label,
-                            const std::string &label) {
+                            const std::string &label, uint32_t output_op = kGemmOutputPlain) {
         const uint32_t dim = c_.config.dim;
+        GemvFusion f;
+        f.output_op = output_op;
         if (fuses_norm(mats, n_rows)) {
-            GemvFusion f;
             f.input_norm = &norm_weight;
             emit_matmul(mats, c_.scratch.residual, dim, y, y_stride, false, n_rows, label, f, x_row);
             return;
         }
         emit_norm(c_.scratch.residual, x_row, norm_weight, n_rows, norm_label);
-        emit_matmul(mats, c_.scratch.normed, dim, y, y_stride, false, n_rows, label);
+        emit_matmul(mats, c_.scratch.normed, dim, y, y_stride, false, n_rows, label, f);
     }
 
     // ffn_act = act(gate . norm(x)) * (up . norm(x)): norm, gate/up and activation commands; where
@@ -191,18 +192,11 @@ private:
         const std::vector<const WeightMatrix *> mats = {&L.gate, &L.up};
         const bool one_command = c_.chip.should_fuse_weights && L.gate.desc == L.up.desc && L.gate.rows == L.up.rows;
         if (one_command && c_.chip.fuse_gemv_activation && gemv_can_fuse(mats, rows())) {
-            GemvFusion f;
-            f.output_op = c_.arch.fused_activation;
-            if (fuses_norm(mats, rows())) {
-                f.input_norm = &L.ffn_norm;
-                emit_matmul(mats, sc.residual, cfg.dim, sc.ffn_act, cfg.ffn_dim, false, rows(), p + "gate_up", f);
-            } else {
-                emit_norm(sc.residual, 0, L.ffn_norm, rows(), p + "ffn_norm");
-                emit_matmul(mats, sc.normed, cfg.dim, sc.ffn_act, cfg.ffn_dim, false, rows(), p + "gate_up", f);
-            }
+            emit_normed_matmul(mats, L.ffn_norm, 0, rows(), sc.ffn_act, cfg.ffn_dim, p + "ffn_norm", p + "gate_up",
+                               c_.arch.fused_activation);
             return;
         }
-        emit_normed_matmul({&L.gate, &L.up}, L.ffn_norm, 0, rows(), sc.gate_up, 2 * cfg.ffn_dim, p + "ffn_norm",
+        emit_normed_matmul(mats, L.ffn_norm, 0, rows(), sc.gate_up, 2 * cfg.ffn_dim, p + "ffn_norm",
                            p + "gate_up");
         emit_gated_activation(p + "activation");
     }

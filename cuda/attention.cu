@@ -2,17 +2,27 @@
 // optionally limited to a sliding window of keys and with soft-capped scores (AttentionParams).
 //
 // One block per (head, query row, split). A block walks its keys in chunks (up to 128 keys, at
-// most 32 KB of V) with an online softmax: the chunk's V rows are copied to shared memory
-// (cp.async) while groups of lanes score its keys (q in shared memory, each key row read 16 bytes
-// per lane by several lanes at once), then the threads accumulate p_j * V_j out of shared memory,
-// each owning a pair of output dims. Every global load of a chunk is thus issued at its start
-// instead of one dependent round trip per key. Decode (one query row) splits the keys across blocks
-// (flash-decoding: kv_len can be thousands while there are only n_heads rows of work); the last
-// split of a head to finish (an atomic count per head) merges the partial (max, sum, acc) triples,
-// so decode attention is one kernel. Prefill runs one split per (head, row) where the tensor-core
-// kernel of cuda/attention_prefill.cu does not apply (other head sizes).
+// most 32 KB each of K and V) with an online softmax: the chunk's K and V rows are copied to
+// shared memory (cp.async, K and V as two groups), groups of lanes score its keys as soon as K has
+// landed (q in shared memory, each key row read 16 bytes per lane by several lanes at once), then
+// the threads accumulate p_j * V_j, each owning a pair of output dims. Every global load of a
+// chunk is thus issued at its start instead of one dependent round trip per key. Decode (one query
+// row) splits the keys across blocks (flash-decoding: kv_len can be thousands while there are only
+// n_heads rows of work); the last split of a head to finish (an atomic count per head) merges the
+// partial (max, sum, acc) triples, so decode attention is one kernel. Prefill runs one split per
+// (head, row) where the tensor-core kernel of cuda/attention_prefill.cu does not apply (other head
+// sizes).
+//
+// The decode variant with RoPE (attention_rope_*_f16kv, RopeAttentionParams) also does the RoPE +
+// KV-write command's work: every block norms (QK-norm) and rotates its query head from qkv; the
+// split whose keys include the token's own builds that key and value in shared memory and uses
+// them in place of cache rows, and one of its blocks per KV head appends them to the cache.
+// Nothing reads the new cache row during this launch, so no block waits for another, and every
+// row a block does read from the cache is older than the previous kernel: its first chunk is
+// staged before the wait for that kernel (PDL).
 #include "cuda/attention_prefill.h"
 #include "cuda/common.cuh"
+#include "cuda/rope_pairs.cuh"
 
 namespace akunu::cuda {
 
@@ -20,14 +30,16 @@ namespace {
 
 constexpr int kThreads = 128;
 constexpr int kChunk = kThreads;     // most keys per chunk: one score per thread
-constexpr uint32_t kVStageHalves = 16384;  // V staged per chunk: 32 KB
+constexpr uint32_t kStageHalves = 16384;  // K and V staged per chunk: 32 KB each
 
 __host__ __device__ inline uint32_t chunk_keys(uint32_t head_dim) {
-    return kVStageHalves / head_dim < (uint32_t)kChunk ? kVStageHalves / head_dim : (uint32_t)kChunk;
+    return kStageHalves / head_dim < (uint32_t)kChunk ? kStageHalves / head_dim : (uint32_t)kChunk;
 }
 constexpr int kMaxPairsPerThread = 4;  // head_dim <= 1024 (checked at load)
 constexpr int kMaxSplits = 32;
-constexpr uint32_t kMinKeysPerSplit = 16;  // H100 tg128: 16 beat 64 / 256 / no split by 8-18 %
+// H100 tg128: 16 beat 64 / 256 / no split by 8-18 %; against 8 and 32 after the one-round merge
+// (SmolLM2 shape 1671 / 1661 / 1641 t/s, 1B 1456 / 1462 / 1431, 8B 403 / 408 / 395)
+constexpr uint32_t kMinKeysPerSplit = 16;
 
 // Output-pair mapping of the V accumulation: `groups` sets of `pairs` threads take keys
 // round-robin, so small heads still use the whole block.
@@ -50,36 +62,81 @@ struct VMap {
     }
 };
 
+// The plain kernel: q already rotated in qkv, the token's K/V already in the cache.
+struct NoRope {};
+
+// What the RoPE variant reads besides AttentionParams.
+struct RopeInputs {
+    const float *inv_freq = nullptr;  // [rope_dim / 2]
+    const float *q_norm = nullptr;    // QK-norm weights [head_dim]; null: no QK-norm
+    const float *k_norm = nullptr;
+    uint32_t rope_dim = 0;
+    float norm_eps = 0.f;
+};
+
+// x_s = rope(norm(src)) * scale for one head, in shared memory: the work of the QK-norm and RoPE
+// commands (the same float operations, so the CPU's values). Ends with a barrier.
+template <class Pairs>
+__device__ void load_rotated_head(float *x_s, const float *__restrict__ src, const float *__restrict__ norm_w,
+                                  const RopeInputs &ri, uint32_t hd, uint32_t pos, float scale, float *red) {
+    float sum_sq = 0.f;
+    for (uint32_t d = threadIdx.x; d < hd; d += kThreads) {
+        const float v = src[d];
+        x_s[d] = v;
+        sum_sq += v * v;
+    }
+    if (norm_w) {
+        const float inv = 1.0f / sqrtf(block_reduce<false>(sum_sq, red) / (float)hd + ri.norm_eps);
+        for (uint32_t d = threadIdx.x; d < hd; d += kThreads) x_s[d] = x_s[d] * inv * norm_w[d];
+    }
+    __syncthreads();
+    for (uint32_t i = threadIdx.x; i < ri.rope_dim / 2; i += kThreads) {
+        const uint32_t i0 = Pairs::first(i, ri.rope_dim), i1 = Pairs::second(i, ri.rope_dim);
+        float s, c;
+        rope_sincos(pos, ri.inv_freq[i], &s, &c);
+        const float a = x_s[i0], b = x_s[i1];
+        x_s[i0] = (a * c - b * s) * scale;
+        x_s[i1] = (a * s + b * c) * scale;
+    }
+    for (uint32_t d = ri.rope_dim + threadIdx.x; d < hd; d += kThreads) x_s[d] *= scale;  // partial rotary
+    __syncthreads();
+}
+
 // Merges the splits of one head: out = sum_s acc_s e^(m_s - M) / sum_s l_s e^(m_s - M). Run by
-// the head's last block; the other splits' partials are read past L1 (__ldcg).
+// the head's last block; the other splits' partials are read past L1 (__ldcg). Warp 0 reads every
+// split's (m, l) at once (an empty split has m = -inf, l = 0: weight 0), so the merge costs two
+// rounds of loads, not a dependent load per split.
 __device__ void combine_splits(const float *partial, float *__restrict__ out, uint32_t h, uint32_t hd,
                                uint32_t n_splits, uint32_t active) {
+    __shared__ float weight[kMaxSplits];  // e^(m_s - M)
+    __shared__ float inv_sum;             // 1 / sum_s l_s e^(m_s - M)
     const float *base = partial + (size_t)h * n_splits * (hd + 2);
-    float M = -INFINITY;
-    for (uint32_t s = 0; s < active; ++s)
-        if (__ldcg(base + s * (hd + 2) + 1) > 0.f) M = fmaxf(M, __ldcg(base + s * (hd + 2)));
-    float L = 0.f;
-    for (uint32_t s = 0; s < active; ++s) {
-        const float l = __ldcg(base + s * (hd + 2) + 1);
-        if (l > 0.f) L += l * expf(__ldcg(base + s * (hd + 2)) - M);
+    if (threadIdx.x < 32) {
+        const uint32_t s = threadIdx.x;
+        const float m = s < active ? __ldcg(base + s * (hd + 2)) : -INFINITY;
+        const float l = s < active ? __ldcg(base + s * (hd + 2) + 1) : 0.f;
+        const float M = warp_max(m);
+        const float e = l > 0.f ? expf(m - M) : 0.f;
+        const float L = warp_sum(l * e);
+        if (s < active) weight[s] = e;
+        if (s == 0) inv_sum = 1.0f / L;
     }
-    const float inv = 1.0f / L;
+    __syncthreads();
     for (uint32_t d = threadIdx.x; d < hd; d += kThreads) {
         float t = 0.f;
-        for (uint32_t s = 0; s < active; ++s) {
-            const float *ps = base + s * (hd + 2);
-            const float l = __ldcg(ps + 1);
-            if (l > 0.f) t += __ldcg(ps + 2 + d) * expf(__ldcg(ps) - M);
-        }
-        out[(size_t)h * hd + d] = t * inv;
+#pragma unroll 8
+        for (uint32_t s = 0; s < active; ++s) t += __ldcg(base + s * (hd + 2) + 2 + d) * weight[s];
+        out[(size_t)h * hd + d] = t * inv_sum;
     }
 }
 
+// Pairs: NoRope, or the rotation (Interleaved / NeoX) of the RoPE variant (decode only).
+template <class Pairs>
 __global__ void __launch_bounds__(kThreads)
-    attention_kernel(const float *__restrict__ q_all, const __half *__restrict__ k_cache,
-                     const __half *__restrict__ v_cache, float *__restrict__ out, float *__restrict__ partial,
-                     AttentionParams p, PatchContext pc, uint32_t n_splits, unsigned *__restrict__ done_splits) {
-    pdl_enter();
+    attention_kernel(const float *__restrict__ q_all, __half *__restrict__ k_cache, __half *__restrict__ v_cache,
+                     float *__restrict__ out, float *__restrict__ partial, AttentionParams p, RopeInputs ri,
+                     PatchContext pc, uint32_t n_splits, unsigned *__restrict__ done_splits) {
+    constexpr bool kRope = !std::is_same<Pairs, NoRope>::value;
     extern __shared__ float smem[];
     const uint32_t hd = p.head_dim;
     float *q_s = smem;               // [hd]        q * scale
@@ -87,10 +144,15 @@ __global__ void __launch_bounds__(kThreads)
     float *red = scores + kChunk;    // [32]        reductions
     float *acc_s = red + 32;         // [groups*hd] per-group accumulators, merged at the end
     const uint32_t chunk = chunk_keys(hd);
-    // [chunk*hd] halves: the chunk's V rows (16-byte aligned: every count above is a multiple of 4)
-    __half *v_s = reinterpret_cast<__half *>(acc_s + VMap(hd).groups * hd);
+    // [chunk*hd] halves each: the chunk's K and V rows (16-byte aligned: every count above is a
+    // multiple of 4), then (RoPE variant) the token's own K and V rows [hd] each
+    __half *k_s = reinterpret_cast<__half *>(acc_s + VMap(hd).groups * hd);
+    __half *v_s = k_s + chunk * hd;
+    __half *new_k = v_s + chunk * hd;
+    __half *new_v = new_k + hd;
 
     const uint32_t h = blockIdx.x, r = blockIdx.y, split = blockIdx.z, tid = threadIdx.x;
+    // The patched position is written before the replay starts (no earlier command writes it).
     const uint32_t position = resolve_position(p.position, pc);
     const uint32_t kv_len = resolve_kv_len(p.kv_len, pc);
     const uint32_t n_ctx = min(position + r + 1, kv_len);  // causal: row r sees 0..position + r
@@ -105,11 +167,54 @@ __global__ void __launch_bounds__(kThreads)
     const uint32_t per_split = (n_keys + active - 1) / active;
     const uint32_t k_begin = first + min(split * per_split, n_keys), k_end = min(k_begin + per_split, n_ctx);
 
-    const size_t head_base = (size_t)(h / (p.n_heads / p.n_kv_heads)) * p.max_seq * hd;
+    const uint32_t group = p.n_heads / p.n_kv_heads, kv_head = h / group;
+    const size_t head_base = (size_t)kv_head * p.max_seq * hd;
     const __half *K = k_cache + head_base, *V = v_cache + head_base;
+    // The token's own key (RoPE variant): position n_ctx - 1, built here, not read from the cache.
+    const uint32_t own_key = kRope && k_begin < n_ctx && n_ctx - 1 < k_end ? n_ctx - 1 : ~0u;
+
+    // A chunk's cache rows into k_s / v_s (two cp.async groups: K, then V), but for the own key.
+    const auto stage_chunk = [&](uint32_t c0, uint32_t n) {
+        for (uint32_t i = tid; i < n * (hd / 8); i += kThreads) {
+            const uint32_t j = i / (hd / 8), d = 8 * (i % (hd / 8));
+            if (c0 + j != own_key) cp_async16(k_s + j * hd + d, K + (size_t)(c0 + j) * hd + d, 16);
+        }
+        cp_async_commit();
+        for (uint32_t i = tid; i < n * (hd / 8); i += kThreads) {
+            const uint32_t j = i / (hd / 8), d = 8 * (i % (hd / 8));
+            if (c0 + j != own_key) cp_async16(v_s + j * hd + d, V + (size_t)(c0 + j) * hd + d, 16);
+        }
+        cp_async_commit();
+    };
+    // In the RoPE variant every cache row this block reads was written by an earlier token's
+    // command, so the first chunk's copies start before the wait for the previous kernel (PDL).
+    if (kRope && k_begin < k_end) stage_chunk(k_begin, min(chunk, k_end - k_begin));
+    pdl_enter();
+
     const float *q = q_all + (size_t)r * p.q_stride + (size_t)h * hd;
-    for (uint32_t d = tid; d < hd; d += kThreads) q_s[d] = q[d] * p.scale;
-    __syncthreads();
+    if constexpr (kRope) {
+        load_rotated_head<Pairs>(q_s, q, ri.q_norm, ri, hd, position, p.scale, red);
+        if (own_key != ~0u) {  // block-uniform
+            const float *row = q_all + (size_t)r * p.q_stride;
+            const uint32_t q_dim = p.n_heads * hd, kv_dim = p.n_kv_heads * hd;
+            float *k_f = acc_s;  // free until the final merge
+            load_rotated_head<Pairs>(k_f, row + q_dim + kv_head * hd, ri.k_norm, ri, hd, own_key, 1.f, red);
+            const float *v_src = row + q_dim + kv_dim + kv_head * hd;
+            const bool appends = h % group == 0;  // one block per KV head writes the cache row
+            for (uint32_t d = tid; d < hd; d += kThreads) {
+                new_k[d] = __float2half_rn(k_f[d]);
+                new_v[d] = __float2half_rn(v_src[d]);
+                if (appends) {
+                    k_cache[head_base + (size_t)own_key * hd + d] = new_k[d];
+                    v_cache[head_base + (size_t)own_key * hd + d] = new_v[d];
+                }
+            }
+            __syncthreads();
+        }
+    } else {
+        for (uint32_t d = tid; d < hd; d += kThreads) q_s[d] = q[d] * p.scale;
+        __syncthreads();
+    }
 
     const VMap vm(hd);
     float2 acc[kMaxPairsPerThread];
@@ -117,27 +222,32 @@ __global__ void __launch_bounds__(kThreads)
     for (int i = 0; i < kMaxPairsPerThread; ++i) acc[i] = make_float2(0.f, 0.f);
     float m = -INFINITY, l = 0.f;
 
-    // Scoring: `lanes` adjacent lanes per key (a power of two, <= 32), each loading 16 bytes of
-    // the key row at a time, so a key's loads are issued in parallel rather than one after another.
+    // Scoring: `lanes` adjacent lanes per key (a power of two, <= 32), each reading 16 bytes of
+    // the staged key row at a time.
     uint32_t lanes = 1;
     while (lanes * 2 <= 32 && lanes * 2 <= hd / 8) lanes *= 2;
     const uint32_t keys_per_pass = kThreads / lanes, slot = tid / lanes, sub = tid % lanes;
 
     for (uint32_t c0 = k_begin; c0 < k_end; c0 += chunk) {
         const uint32_t n = min(chunk, k_end - c0);
-        for (uint32_t i = tid; i < n * (hd / 8); i += kThreads) {
-            const uint32_t j = i / (hd / 8), d = 8 * (i % (hd / 8));
-            cp_async16(v_s + j * hd + d, V + (size_t)(c0 + j) * hd + d, 16);
+        if (!kRope || c0 != k_begin) stage_chunk(c0, n);
+        if (own_key - c0 < n) {  // the own key's rows come from shared memory
+            const uint32_t j = own_key - c0;
+            for (uint32_t d = tid; d < hd; d += kThreads) {
+                k_s[j * hd + d] = new_k[d];
+                v_s[j * hd + d] = new_v[d];
+            }
         }
-        cp_async_commit();
+        cp_async_wait_group<1>();  // this thread's K copies have landed
+        __syncthreads();           // everyone's
 #pragma unroll 4
         for (uint32_t j0 = 0; j0 < n; j0 += keys_per_pass) {
             const uint32_t j = j0 + slot;
             float dot = 0.f;
             if (j < n) {
-                const uint4 *kr = reinterpret_cast<const uint4 *>(K + (size_t)(c0 + j) * hd);
+                const uint4 *kr = reinterpret_cast<const uint4 *>(k_s + j * hd);
                 for (uint32_t d8 = sub; d8 < hd / 8; d8 += lanes) {
-                    const uint4 v = __ldg(kr + d8);
+                    const uint4 v = kr[d8];
                     const uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
                     for (int i = 0; i < 4; ++i) {
@@ -230,19 +340,15 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
-}  // namespace
-
-void launch_attention_f16kv(const LaunchArgs &a) {
-    const AttentionParams &p = params_of<AttentionParams>(a);
+// Validates the shape, then launches the decode (split-K) or the one-split prefill grid.
+template <class Pairs>
+void launch_attention(const LaunchArgs &a, const AttentionParams &p, const RopeInputs &ri, const char *name) {
     const uint32_t hd = p.head_dim;
-    if (hd % 8 != 0 || hd > 2u * kThreads * kMaxPairsPerThread || p.n_kv_heads == 0 || p.n_heads % p.n_kv_heads)
-        throw UnsupportedError("attention_f16kv on CUDA needs head_dim % 8 == 0, head_dim <= 1024 and whole GQA groups");
-    if (launch_attention_prefill(a)) {  // several rows: the tensor-core kernel (cuda/attention_prefill.cu)
-        check_launch("attention_f16kv");
-        return;
-    }
     const uint32_t pairs = hd / 2, groups = pairs <= (uint32_t)kThreads ? kThreads / pairs : 1;
-    const size_t smem = (hd + kChunk + 32 + groups * hd) * sizeof(float) + chunk_keys(hd) * hd * sizeof(__half);
+    const size_t smem = (hd + kChunk + 32 + groups * hd) * sizeof(float) + (2 * chunk_keys(hd) + 2) * hd * sizeof(__half);
+    static const cudaError_t opt_in = cudaFuncSetAttribute(  // up to ~77 KB (head_dim 1024)
+        attention_kernel<Pairs>, cudaFuncAttributeMaxDynamicSharedMemorySize, 100 * 1024);
+    if (opt_in != cudaSuccess) check_launch(name);
 
     // Decode: enough (head, split) blocks to fill the chip twice, within the workspace.
     uint32_t n_splits = 1;
@@ -252,14 +358,55 @@ void launch_attention_f16kv(const LaunchArgs &a) {
         while (n_splits > 1 && (size_t)p.n_heads * n_splits * (hd + 2) > a.workspace->floats - 128) --n_splits;
     }
     const auto *q = reinterpret_cast<const float *>(a.buffers[0]);
-    const auto *k = reinterpret_cast<const __half *>(a.buffers[1]);
-    const auto *v = reinterpret_cast<const __half *>(a.buffers[2]);
+    auto *k = reinterpret_cast<__half *>(a.buffers[1]);
+    auto *v = reinterpret_cast<__half *>(a.buffers[2]);
     auto *out = reinterpret_cast<float *>(a.buffers[3]);
     if (n_splits > 1 && p.n_heads >= a.workspace->n_counters) n_splits = 1;
     dim3 grid(p.n_heads, p.rows, n_splits);
-    launch_pdl(attention_kernel, grid, kThreads, smem, a, q, k, v, out, a.workspace->data, p, a.patch, n_splits,
-               a.workspace->counters);
-    check_launch("attention_f16kv");
+    launch_pdl(attention_kernel<Pairs>, grid, kThreads, smem, a, q, k, v, out, a.workspace->data, p, ri, a.patch,
+               n_splits, a.workspace->counters);
+    check_launch(name);
 }
+
+void check_shape(const AttentionParams &p, const char *name) {
+    if (p.head_dim % 8 != 0 || p.head_dim > 2u * kThreads * kMaxPairsPerThread || p.n_kv_heads == 0 ||
+        p.n_heads % p.n_kv_heads)
+        throw UnsupportedError(std::string(name) +
+                               " on CUDA needs head_dim % 8 == 0, head_dim <= 1024 and whole GQA groups");
+}
+
+template <class Pairs>
+void launch_rope_attention(const LaunchArgs &a, const char *name) {
+    const RopeAttentionParams &rp = params_of<RopeAttentionParams>(a);
+    check_shape(rp.attention, name);
+    if (rp.attention.rows != 1 || rp.rope_dim % 2 != 0 || rp.rope_dim > rp.attention.head_dim)
+        throw AkunuError(std::string("internal: ") + name + " takes one query row and an even rope_dim <= head_dim");
+    RopeInputs ri;
+    ri.inv_freq = reinterpret_cast<const float *>(a.buffers[4]);
+    if (rp.qk_norm) {
+        ri.q_norm = reinterpret_cast<const float *>(a.buffers[5]);
+        ri.k_norm = reinterpret_cast<const float *>(a.buffers[6]);
+    }
+    ri.rope_dim = rp.rope_dim;
+    ri.norm_eps = rp.norm_eps;
+    launch_attention<Pairs>(a, rp.attention, ri, name);
+}
+
+}  // namespace
+
+void launch_attention_f16kv(const LaunchArgs &a) {
+    const AttentionParams &p = params_of<AttentionParams>(a);
+    check_shape(p, "attention_f16kv");
+    if (launch_attention_prefill(a)) {  // several rows: the tensor-core kernel (cuda/attention_prefill.cu)
+        check_launch("attention_f16kv");
+        return;
+    }
+    launch_attention<NoRope>(a, p, RopeInputs{}, "attention_f16kv");
+}
+
+void launch_attention_rope_interleaved_f16kv(const LaunchArgs &a) {
+    launch_rope_attention<Interleaved>(a, "attention_rope_interleaved_f16kv");
+}
+void launch_attention_rope_neox_f16kv(const LaunchArgs &a) { launch_rope_attention<NeoX>(a, "attention_rope_neox_f16kv"); }
 
 }  // namespace akunu::cuda

@@ -116,6 +116,11 @@ __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, uint32_
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+// Waits until at most n of this thread's most recent groups are still in flight.
+template <int n>
+__device__ __forceinline__ void cp_async_wait_group() {
+    asm volatile("cp.async.wait_group %0;" ::"n"(n) : "memory");
+}
 
 // --- device: weight formats ----------------------------------------------------------------
 // Small integers become floats through the exponent trick: 0x4B000000 | b is 2^23 + b as a float,

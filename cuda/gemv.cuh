@@ -225,10 +225,22 @@ __device__ __forceinline__ void gemv_g8_store(const float (&acc)[kGroups], float
     }
 }
 
-// One work item of the g8 GEMV = slot_group's block `item`: its groups' sums into y.
+// Row r's blocks kb of an item's groups (kb past the row: block 0, loaded and never used).
+template <class F, int kGroups>
+__device__ __forceinline__ void g8_load_step(const uint8_t *const (&grp)[kGroups], uint32_t K, uint32_t kb, uint32_t r,
+                                             G8Block<F::Layout::kQuantBytes / 16> (&dst)[kGroups]) {
+    if (kb >= K / 32) kb = 0;
+#pragma unroll
+    for (int g = 0; g < kGroups; ++g) dst[g] = g8_load_block<F>(grp[g], K, kb, r);
+}
+
+// One work item of the g8 GEMV = slot_group's block `item`: its groups' sums into y. `blk` holds
+// the lane's first step of weights, already loaded (g8_load_step); each step loads the next one
+// before its math.
 template <class F, int kGroups, int kWarps, bool kNorm>
 __device__ __forceinline__ void gemv_g8_item(const float *__restrict__ x, const float4 *staged_x, float scale,
                                              float *__restrict__ y, const uint8_t *const (&grp)[kGroups],
+                                             G8Block<F::Layout::kQuantBytes / 16> (&blk)[kGroups],
                                              const GemmParams &p, uint32_t total_groups, uint32_t item,
                                              float (&partial)[kWarps][kGroups][kG8Rows]) {
     using Block = G8Block<F::Layout::kQuantBytes / 16>;
@@ -236,11 +248,9 @@ __device__ __forceinline__ void gemv_g8_item(const float *__restrict__ x, const 
     const uint32_t r = lane & 7, kq = lane >> 3;
     const uint32_t K = p.K, n_blocks = K / 32;
     float acc[kGroups] = {};
-#pragma unroll 2
     for (uint32_t kb = (uint32_t)warp * 4 + kq; kb < n_blocks; kb += kWarps * 4) {
-        Block blk[kGroups];
-#pragma unroll
-        for (int g = 0; g < kGroups; ++g) blk[g] = g8_load_block<F>(grp[g], K, kb, r);
+        Block next[kGroups];
+        if (kb + kWarps * 4 < n_blocks) g8_load_step<F, kGroups>(grp, K, kb + kWarps * 4, r, next);
         float xv[32];
 #pragma unroll
         for (int i = 0; i < 8; ++i) {
@@ -256,7 +266,10 @@ __device__ __forceinline__ void gemv_g8_item(const float *__restrict__ x, const 
             for (int i = 0; i < 32; ++i) x_sum += xv[i];
         }
 #pragma unroll
-        for (int g = 0; g < kGroups; ++g) acc[g] += F::block_dot(blk[g], xv, x_sum);
+        for (int g = 0; g < kGroups; ++g) {
+            acc[g] += F::block_dot(blk[g], xv, x_sum);
+            blk[g] = next[g];
+        }
     }
     gemv_g8_store<kGroups, kWarps>(acc, scale, y, p, total_groups, item, partial);
 }
@@ -274,7 +287,8 @@ __device__ __forceinline__ void g8_item_groups(const WeightPtrs &w, const GemmPa
 
 // Plain: one item per block. Normed: a grid of one wave walks the items (grid-stride), so each
 // block stages its input once, not once per item. Weights depend on no earlier command, so a
-// block asks L2 for its first item's groups before it waits for the previous kernel (PDL).
+// block loads its first item's first step (and, with `prefetch`, asks L2 for the rest of its
+// groups) before it waits for the previous kernel (PDL).
 template <class F, int kGroups, int kWarps, bool kNorm>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv_g8_kernel(const float *__restrict__ x, float *__restrict__ y, WeightPtrs w, GemmParams p, uint32_t total_groups,
@@ -282,8 +296,12 @@ __global__ void __launch_bounds__(kWarps * 32)
     __shared__ float partial[kWarps][kGroups][kG8Rows];
     __shared__ float red[32];
     extern __shared__ float4 staged_x[];  // kNorm: x * norm_w, K / 4 float4s
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const uint32_t r = lane & 7, first_kb = (uint32_t)warp * 4 + (lane >> 3);
     const uint8_t *grp[kGroups];
     g8_item_groups<F, kGroups>(w, p, total_groups, blockIdx.x, grp);
+    G8Block<F::Layout::kQuantBytes / 16> blk[kGroups];
+    g8_load_step<F, kGroups>(grp, p.K, first_kb, r, blk);
     if (prefetch) {
         const uint32_t group_bytes = (uint32_t)F::Layout::group_bytes(p.K);
 #pragma unroll
@@ -294,12 +312,15 @@ __global__ void __launch_bounds__(kWarps * 32)
     if constexpr (kNorm) {
         const float scale = stage_normed_x(x, norm_w, p, staged_x, red);
         for (uint32_t item = blockIdx.x; item < n_items; item += gridDim.x) {
-            if (item != blockIdx.x) g8_item_groups<F, kGroups>(w, p, total_groups, item, grp);
-            gemv_g8_item<F, kGroups, kWarps, kNorm>(x, staged_x, scale, y, grp, p, total_groups, item, partial);
+            if (item != blockIdx.x) {
+                g8_item_groups<F, kGroups>(w, p, total_groups, item, grp);
+                g8_load_step<F, kGroups>(grp, p.K, first_kb, r, blk);
+            }
+            gemv_g8_item<F, kGroups, kWarps, kNorm>(x, staged_x, scale, y, grp, blk, p, total_groups, item, partial);
             __syncthreads();  // partial[] is rewritten by the next item
         }
     } else {
-        gemv_g8_item<F, kGroups, kWarps, kNorm>(x, staged_x, 1.0f, y, grp, p, total_groups, blockIdx.x, partial);
+        gemv_g8_item<F, kGroups, kWarps, kNorm>(x, staged_x, 1.0f, y, grp, blk, p, total_groups, blockIdx.x, partial);
     }
 }
 

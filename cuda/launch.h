@@ -79,6 +79,8 @@ void launch_gelu_tanh_mul_f32(const LaunchArgs &);
 void launch_rope_interleaved_kv_write(const LaunchArgs &);
 void launch_rope_neox_kv_write(const LaunchArgs &);
 void launch_attention_f16kv(const LaunchArgs &);
+void launch_attention_rope_interleaved_f16kv(const LaunchArgs &);
+void launch_attention_rope_neox_f16kv(const LaunchArgs &);
 void launch_silu_mul_f32(const LaunchArgs &);
 void launch_argmax_f32(const LaunchArgs &);
 

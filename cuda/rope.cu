@@ -3,20 +3,11 @@
 #include <algorithm>
 
 #include "cuda/common.cuh"
+#include "cuda/rope_pairs.cuh"
 
 namespace akunu::cuda {
 
 namespace {
-
-// Rotation pairs: interleaved (GPT-J / GGUF Llama) pairs dims (2i, 2i+1); NeoX pairs (i, i + d/2).
-struct Interleaved {
-    __device__ static uint32_t first(uint32_t i, uint32_t) { return 2 * i; }
-    __device__ static uint32_t second(uint32_t i, uint32_t) { return 2 * i + 1; }
-};
-struct NeoX {
-    __device__ static uint32_t first(uint32_t i, uint32_t) { return i; }
-    __device__ static uint32_t second(uint32_t i, uint32_t rope_dim) { return i + rope_dim / 2; }
-};
 
 // Grid = (token row, slice of the row's work). Work items: every rotation pair of every Q and K
 // head, then the K dims past rope_dim (partial rotary) and all of V, copied into the cache. A
@@ -34,7 +25,7 @@ __global__ void rope_kv_kernel(float *__restrict__ qkv, __half *__restrict__ k_c
     for (uint32_t t = t0; t < n_pairs; t += stride) {
         const uint32_t head = t / half_rot, i = t % half_rot;
         float s, c;
-        sincosf(__fmul_rn((float)pos, inv_freq[i]), &s, &c);  // same rounding as the CPU's pos * inv_freq
+        rope_sincos(pos, inv_freq[i], &s, &c);
         const bool is_k = head >= p.n_heads;
         float *v = is_k ? row + q_dim + (head - p.n_heads) * p.head_dim : row + head * p.head_dim;
         const uint32_t i0 = Pairs::first(i, p.rope_dim), i1 = Pairs::second(i, p.rope_dim);

@@ -288,6 +288,21 @@ def test_group_scaled_greedy_matches_cpu(name, kq_pair):
     assert_greedy_match(*kq_pair(name))
 
 
+@pytest.mark.parametrize("n", [1, 7, 4096, 32003, 49152, 128256])
+def test_argmax_matches_numpy(n):
+    """The argmax command (many blocks, four logits per thread, a tail) returns numpy's first
+    maximum, wherever it lies: the first or last element, a block boundary, ties between blocks."""
+    rng = np.random.default_rng(n)
+    for where in {0, n - 1, n // 2, min(n - 1, 4096), min(n - 1, 4097)}:
+        x = rng.standard_normal(n).astype(np.float32)
+        x[where] = 10.0
+        assert akunu._core._device_argmax("cuda", x) == where
+        if n > 1:
+            other = (where + n // 3 + 1) % n  # a tie: the lower index wins
+            x[other] = 10.0
+            assert akunu._core._device_argmax("cuda", x) == min(where, other)
+
+
 # ------------------------------------------------------------------ other architectures
 
 

@@ -13,6 +13,7 @@ ArchDescriptor arch_llama() {
     a.fused_activation = kGemmOutputSiluMul;
     // GGUF stores Llama's Q/K rows permuted so that rotation pairs are adjacent (GPT-J style).
     a.rope_kernel = "rope_interleaved_kv_write";
+    a.rope_attention_kernel = "attention_rope_interleaved_f16kv";
     a.attention_kernel = "attention_f16kv";
     a.tie_embeddings = false;  // the loader turns this on when output.weight is absent
     // Mistral: a window, when the file sets one, applies to every layer.
@@ -25,6 +26,7 @@ ArchDescriptor arch_qwen2() {
     ArchDescriptor a = arch_llama();
     a.name = "qwen2";
     a.rope_kernel = "rope_neox_kv_write";
+    a.rope_attention_kernel = "attention_rope_neox_f16kv";
     a.has_qkv_bias = true;
     a.sliding_window_pattern = 0;  // llama.cpp ignores Qwen2's use_sliding_window
     return a;
@@ -47,6 +49,7 @@ ArchDescriptor arch_gemma() {
     a.activation_kernel = "gelu_tanh_mul_f32";
     a.fused_activation = kGemmOutputGeluTanhMul;
     a.rope_kernel = "rope_neox_kv_write";
+    a.rope_attention_kernel = "attention_rope_neox_f16kv";
     a.embedding_scale_sqrt_dim = true;
     a.sliding_window_pattern = 0;
     return a;
@@ -88,6 +91,7 @@ ArchDescriptor arch_phi3() {
     ArchDescriptor a = arch_llama();
     a.name = "phi3";
     a.rope_kernel = "rope_neox_kv_write";
+    a.rope_attention_kernel = "attention_rope_neox_f16kv";
     a.sliding_window_pattern = 0;
     a.sliding_window_ignored = true;
     return a;

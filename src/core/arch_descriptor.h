@@ -16,6 +16,9 @@ struct ArchDescriptor {
     uint32_t fused_activation;         // the same activation inside a gate/up GEMV (a GemmOutputOp)
     const char *rope_kernel;           // RoPE + KV-cache write: "rope_interleaved_kv_write", "rope_neox_kv_write"
     const char *attention_kernel;      // "attention_f16kv" (sliding window and softcap are its params)
+    // Decode attention doing the RoPE kernel's work too (RopeAttentionParams; GPU backends):
+    // "attention_rope_interleaved_f16kv", "attention_rope_neox_f16kv", the rotation of rope_kernel.
+    const char *rope_attention_kernel;
     const char *post_norm_kernel = "rmsnorm_add_f32";   // residual += norm(x) * w
     const char *qk_norm_kernel = "head_rmsnorm_f32";    // per-head RMSNorm of Q and K
     const char *bias_kernel = "bias_add_f32";           // Q/K/V biases added after the projection

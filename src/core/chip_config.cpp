@@ -35,6 +35,7 @@ ChipConfig ChipConfig::for_gpu(int sm_count, size_t l2_bytes) {
     c.fuse_gemv_norm_max_dim = 1024;
     c.fuse_streamed_norm_max_dim = 2048;
     c.fuse_gemv_activation = true;
+    c.fuse_rope_into_attention = true;
     // Launches are expensive relative to small-model kernels: chain many tokens per submission.
     c.chain_decode_chunk = 64;
     c.max_prefill_chunk = 2048;

@@ -20,6 +20,9 @@ struct ChipConfig {
     unsigned fuse_gemv_norm_max_dim = 0;
     unsigned fuse_streamed_norm_max_dim = 0;
     bool fuse_gemv_activation = false;
+    // Decode attention applies RoPE (and QK-norm) to its own query and key and appends K/V to
+    // the cache, instead of a RoPE + KV-write command before it: one launch fewer per layer.
+    bool fuse_rope_into_attention = false;
     // Greedy tokens per replay of the table (chain decode). Larger amortizes submission cost;
     // smaller gives a streaming user text sooner.
     int chain_decode_chunk = 16;

@@ -96,6 +96,19 @@ struct AttentionParams {
     float softcap;    // scores = softcap * tanh(scores / softcap) after scaling; 0: off
 };
 
+// Decode attention (one query row) that does the RoPE + KV-write command's work itself: each
+// block takes its query head and the token's own key (K-head RMSNorm first when qk_norm) straight
+// from qkv, rotates them, and one block per KV head appends K and V to the cache. A GPU saves a
+// launch per layer (ChipConfig::fuse_rope_into_attention); qkv itself is left as it was.
+// buffers: 0 qkv [1, attention.q_stride] (Q, K, V), 1 k_cache, 2 v_cache, 3 out [1, out_stride],
+// 4 inv_freq F32 [rope_dim / 2], then when qk_norm: 5 q weight F32 [head_dim], 6 k weight
+struct RopeAttentionParams {
+    AttentionParams attention;  // its position / kv_len are the patched fields
+    uint32_t rope_dim;
+    uint32_t qk_norm;  // 1: RMSNorm each head (HeadNormParams' semantics) before RoPE
+    float norm_eps;
+};
+
 // Per-head RMSNorm of Q and K in place (QK-norm), one weight vector for all Q heads and one for
 // all K heads. buffers: 0 qkv [rows, stride] (Q heads then K heads at the row start), 1 q weight
 // F32 [head_dim], 2 k weight F32 [head_dim]

@@ -37,9 +37,13 @@ public:
             emit_normed_matmul({&L.q, &L.k, &L.v}, L.attention_norm, 0, rows(), sc.qkv, qkv_stride(),
                                p + "attention_norm", p + "qkv");
             if (c_.arch.has_qkv_bias) emit_bias(L.qkv_bias, p + "qkv_bias");
-            if (c_.arch.qk_norm) emit_qk_norm(L, p + "qk_norm");
-            emit_rope_kv_write(l, p + "rope_kv_write");
-            emit_attention(l, p + "attention");
+            if (rows() == 1 && c_.chip.fuse_rope_into_attention) {
+                emit_rope_attention(L, l, p + "attention");
+            } else {
+                if (c_.arch.qk_norm) emit_qk_norm(L, p + "qk_norm");
+                emit_rope_kv_write(l, p + "rope_kv_write");
+                emit_attention(l, p + "attention");
+            }
             // With a post-norm the projection lands in `normed` and is normalized into the residual.
             if (c_.arch.post_attention_norm) {
                 emit_matmul({&L.o}, sc.attn_out, cfg.q_dim(), sc.normed, cfg.dim, false, rows(), p + "o_proj");
@@ -289,15 +293,13 @@ private:
         p.max_seq = (uint32_t)c_.kv.max_length;
         p.qkv_stride = qkv_stride();
         CmdBuilder b(table_, c_.device, c_.arch.rope_kernel, {rows(), 1, 1});
-        const bool local = sliding(layer) && c_.weights.rope_inv_freq_local.handle != nullptr;
-        const Buffer &inv_freq = local ? c_.weights.rope_inv_freq_local : c_.weights.rope_inv_freq;
-        b.buf(c_.scratch.qkv).buf(c_.kv.k_buffers[layer]).buf(c_.kv.v_buffers[layer]).buf(inv_freq);
+        b.buf(c_.scratch.qkv).buf(c_.kv.k_buffers[layer]).buf(c_.kv.v_buffers[layer]).buf(rope_inv_freq(layer));
         b.params(p).label(label);
         if (s_.patched) b.patch(PatchType::Position, offsetof(RopeKVParams, position));
         b.emit();
     }
 
-    void emit_attention(uint32_t layer, const std::string &label) {
+    AttentionParams attention_params(uint32_t layer) const {
         const ModelConfig &cfg = c_.config;
         AttentionParams p{};
         p.position = (uint32_t)s_.start_position;
@@ -312,12 +314,42 @@ private:
         p.scale = cfg.attention_scale > 0.f ? cfg.attention_scale : 1.0f / std::sqrt((float)cfg.head_dim);
         p.window = sliding(layer) ? cfg.sliding_window : 0;
         p.softcap = cfg.attn_logit_softcap;
-        // One unit per (query row, head).
-        CmdBuilder b(table_, c_.device, c_.arch.attention_kernel, {cfg.n_heads, rows(), 1});
+        return p;
+    }
+
+    const Buffer &rope_inv_freq(uint32_t layer) const {
+        const bool local = sliding(layer) && c_.weights.rope_inv_freq_local.handle != nullptr;
+        return local ? c_.weights.rope_inv_freq_local : c_.weights.rope_inv_freq;
+    }
+
+    void emit_attention(uint32_t layer, const std::string &label) {
+        const AttentionParams p = attention_params(layer);
+        // One unit per (head, query row).
+        CmdBuilder b(table_, c_.device, c_.arch.attention_kernel, {p.n_heads, rows(), 1});
         b.buf(c_.scratch.qkv).buf(c_.kv.k_buffers[layer]).buf(c_.kv.v_buffers[layer]).buf(c_.scratch.attn_out);
         b.params(p).label(label);
         if (s_.patched)
             b.patch(PatchType::PosAndKV, offsetof(AttentionParams, position), offsetof(AttentionParams, kv_len));
+        b.emit();
+    }
+
+    // Decode: QK-norm, RoPE, the KV-cache append and attention as one command.
+    void emit_rope_attention(const LayerWeights &L, uint32_t layer, const std::string &label) {
+        RopeAttentionParams p{};
+        p.attention = attention_params(layer);
+        p.rope_dim = c_.config.rope_dim;
+        p.qk_norm = c_.arch.qk_norm ? 1 : 0;
+        p.norm_eps = c_.config.norm_eps;
+        CmdBuilder b(table_, c_.device, c_.arch.rope_attention_kernel, {p.attention.n_heads, 1, 1});
+        b.buf(c_.scratch.qkv).buf(c_.kv.k_buffers[layer]).buf(c_.kv.v_buffers[layer]).buf(c_.scratch.attn_out);
+        b.buf(rope_inv_freq(layer));
+        if (c_.arch.qk_norm) b.buf(L.q_norm).buf(L.k_norm);
+        b.params(p).label(label);
+        if (s_.patched) {
+            const size_t base = offsetof(RopeAttentionParams, attention);
+            b.patch(PatchType::PosAndKV, base + offsetof(AttentionParams, position),
+                    base + offsetof(AttentionParams, kv_len));
+        }
         b.emit();
     }
 

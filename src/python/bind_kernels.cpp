@@ -359,4 +359,28 @@ void bind_kernels(nb::module_ &m) {
         nb::arg("backend"), nb::arg("dtype_name"), nb::arg("table_raw"), nb::arg("n_rows"), nb::arg("k"), nb::arg("ids"),
         "Rows `ids` of a [n_rows, k] embedding table of raw GGUF rows, through one embedding command on a new "
         "device of `backend`.");
+    m.def(
+        "_device_argmax",
+        [](const std::string &backend, FloatVector logits) {
+            const int64_t n = (int64_t)logits.shape(0);
+            if (n <= 0) throw nb::value_error("logits must not be empty");
+            std::unique_ptr<akunu::Device> dev = akunu::create_device(backend, 0);
+            uint32_t token = 0;
+            {
+                nb::gil_scoped_release release;
+                akunu::Buffer xb = dev->allocate((size_t)n * sizeof(float)), tb = dev->allocate(sizeof(uint32_t));
+                dev->write_buffer(xb, logits.data(), (size_t)n * sizeof(float));
+                akunu::ArgmaxParams p{(uint32_t)n};
+                akunu::DispatchTable table;
+                akunu::CmdBuilder(table, *dev, "argmax_f32", {1, 1, 1}).buf(xb).buf(tb).params(p).emit();
+                dev->encode_dispatch_table(table, 0, 1);
+                dev->synchronize();
+                dev->read_buffer(&token, tb, sizeof(token));
+                dev->free_buffer(xb);
+                dev->free_buffer(tb);
+            }
+            return token;
+        },
+        nb::arg("backend"), nb::arg("logits"),
+        "The argmax command (first index on ties) over `logits` on a new device of `backend`.");
 }

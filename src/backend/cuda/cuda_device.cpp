@@ -113,6 +113,9 @@ ChipConfig CudaDevice::chip_config() const {
     if (f == "all" || f == "norm") c.fuse_gemv_norm_max_dim = c.fuse_streamed_norm_max_dim = ~0u;
     if (f == "0" || f == "norm") c.fuse_gemv_activation = false;
     if (f == "all" || f == "act") c.fuse_gemv_activation = true;
+    // AKUNU_CUDA_FUSE_ROPE=0: RoPE + KV write as its own command before decode attention.
+    const char *fuse_rope = std::getenv("AKUNU_CUDA_FUSE_ROPE");
+    if (fuse_rope && std::string(fuse_rope) == "0") c.fuse_rope_into_attention = false;
     return c;
 }
 

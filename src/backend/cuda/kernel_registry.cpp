@@ -37,6 +37,8 @@ const KernelEntry kKernels[] = {
     {"rope_interleaved_kv_write", launch_rope_interleaved_kv_write},
     {"rope_neox_kv_write", launch_rope_neox_kv_write},
     {"attention_f16kv", launch_attention_f16kv},
+    {"attention_rope_interleaved_f16kv", launch_attention_rope_interleaved_f16kv},
+    {"attention_rope_neox_f16kv", launch_attention_rope_neox_f16kv},
     {"silu_mul_f32", launch_silu_mul_f32},
     {"gelu_tanh_mul_f32", launch_gelu_tanh_mul_f32},
     {"argmax_f32", launch_argmax_f32},

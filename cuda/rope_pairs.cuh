@@ -1,0 +1,23 @@
+// RoPE's rotation pairs and angle, shared by the RoPE + KV-write kernel (cuda/rope.cu) and the
+// decode attention that ropes its own query and key (cuda/attention.cu).
+#pragma once
+#include <cstdint>
+
+namespace akunu::cuda {
+
+// Interleaved (GPT-J / GGUF Llama) pairs dims (2i, 2i+1); NeoX pairs (i, i + rope_dim/2).
+struct Interleaved {
+    __device__ static uint32_t first(uint32_t i, uint32_t) { return 2 * i; }
+    __device__ static uint32_t second(uint32_t i, uint32_t) { return 2 * i + 1; }
+};
+struct NeoX {
+    __device__ static uint32_t first(uint32_t i, uint32_t) { return i; }
+    __device__ static uint32_t second(uint32_t i, uint32_t rope_dim) { return i + rope_dim / 2; }
+};
+
+// sin and cos of pair i's angle at `pos`, rounded as the CPU rounds pos * inv_freq.
+__device__ __forceinline__ void rope_sincos(uint32_t pos, float inv_freq_i, float *s, float *c) {
+    sincosf(__fmul_rn((float)pos, inv_freq_i), s, c);
+}
+
+}  // namespace akunu::cuda

@@ -37,9 +37,14 @@ __host__ __device__ inline uint32_t chunk_keys(uint32_t head_dim) {
 }
 constexpr int kMaxPairsPerThread = 4;  // head_dim <= 1024 (checked at load)
 constexpr int kMaxSplits = 32;
-// H100 tg128: 16 beat 64 / 256 / no split by 8-18 %; against 8 and 32 after the one-round merge
-// (SmolLM2 shape 1671 / 1661 / 1641 t/s, 1B 1456 / 1462 / 1431, 8B 403 / 408 / 395)
+// Fewest keys per split of a decode head. A split costs the head's merge (two rounds of loads
+// after an atomic), so few keys per split pay only when a layer's attention is large enough to need
+// the parallelism: H100 tg128, splits of >= 16 keys / >= one chunk (128 keys, i.e. no split
+// below 128): Qwen3-0.6B shape (16 heads x 128) 1426 / 1263 t/s, Llama-3.2-1B (32 x 64) 1529 /
+// 1508, 8B (32 x 128) 415 / 400, but SmolLM2 (9 x 64) 1817 / 1901. (16 against 8 / 32 / 64 on
+// the last three: 1671 / 1661 / 1641 / -, 1456 / 1462 / 1431 / 1515, 403 / 408 / 395 / 410.)
 constexpr uint32_t kMinKeysPerSplit = 16;
+constexpr uint32_t kSmallAttentionQDim = 1024;  // n_heads * head_dim up to this: one chunk per split
 
 // Output-pair mapping of the V accumulation: `groups` sets of `pairs` threads take keys
 // round-robin, so small heads still use the whole block.
@@ -135,7 +140,7 @@ template <class Pairs>
 __global__ void __launch_bounds__(kThreads)
     attention_kernel(const float *__restrict__ q_all, __half *__restrict__ k_cache, __half *__restrict__ v_cache,
                      float *__restrict__ out, float *__restrict__ partial, AttentionParams p, RopeInputs ri,
-                     PatchContext pc, uint32_t n_splits, unsigned *__restrict__ done_splits) {
+                     PatchContext pc, uint32_t n_splits, unsigned *__restrict__ done_splits, uint32_t min_keys) {
     constexpr bool kRope = !std::is_same<Pairs, NoRope>::value;
     extern __shared__ float smem[];
     const uint32_t hd = p.head_dim;
@@ -160,9 +165,9 @@ __global__ void __launch_bounds__(kThreads)
     const uint32_t first = (p.window != 0 && n_ctx > p.window) ? n_ctx - p.window : 0;
     const uint32_t n_keys = n_ctx - first;
     // The grid is fixed when a graph is captured, the context is not: use only as many splits as
-    // give each at least kMinKeysPerSplit keys, so very short contexts skip the partials and the
-    // merge, while longer ones still spread the serial V walk over many blocks.
-    const uint32_t active = min(n_splits, max(1u, (n_keys + kMinKeysPerSplit - 1) / kMinKeysPerSplit));
+    // give each at least min_keys keys, so very short contexts skip the partials and the merge,
+    // while longer ones still spread the serial V walk over many blocks.
+    const uint32_t active = min(n_splits, max(1u, (n_keys + min_keys - 1) / min_keys));
     if (split >= active) return;  // block-uniform: before any barrier
     const uint32_t per_split = (n_keys + active - 1) / active;
     const uint32_t k_begin = first + min(split * per_split, n_keys), k_end = min(k_begin + per_split, n_ctx);
@@ -362,9 +367,10 @@ void launch_attention(const LaunchArgs &a, const AttentionParams &p, const RopeI
     auto *v = reinterpret_cast<__half *>(a.buffers[2]);
     auto *out = reinterpret_cast<float *>(a.buffers[3]);
     if (n_splits > 1 && p.n_heads >= a.workspace->n_counters) n_splits = 1;
+    const uint32_t min_keys = p.n_heads * hd <= kSmallAttentionQDim ? chunk_keys(hd) : kMinKeysPerSplit;
     dim3 grid(p.n_heads, p.rows, n_splits);
     launch_pdl(attention_kernel<Pairs>, grid, kThreads, smem, a, q, k, v, out, a.workspace->data, p, ri, a.patch,
-               n_splits, a.workspace->counters);
+               n_splits, a.workspace->counters, min_keys);
     check_launch(name);
 }
 

@@ -149,21 +149,18 @@ def test_one_table_replayed_at_many_positions(pair):
     assert cuda.table_builds == builds == 1
 
 
-@pytest.mark.parametrize("name", ["f16_tied", "f16_hd64", "q8_0_hd128"])
-def test_long_context_attention_matches_cpu(name, pair):
-    """Decode far into the context: split-K attention over ~1000 cached positions (head sizes 16,
-    64 and 128; GQA groups of 2). Both backends are fed the CPU's tokens; where their argmaxes
-    differ, the CPU's own logits must show a near tie between the two tokens (random tiny models
-    have some: q8_0_hd128 at 1000 positions has its top two 3e-4 apart, while CPU and CUDA logits
-    differ by ~0.02 everywhere)."""
-    cpu, cuda = pair(name)
+def assert_long_decode_matches(cpu, cuda, n_ctx, steps):
+    """Prefill n_ctx tokens, then decode `steps` tokens on both backends, both fed the CPU's tokens;
+    where their argmaxes differ, the CPU's own logits must show a near tie between the two tokens
+    (random tiny models have some: q8_0_hd128 at 1000 positions has its top two 3e-4 apart, while
+    CPU and CUDA logits differ by ~0.02 everywhere)."""
     ids = _tokens(cpu, 300)
-    ids = (ids * 4)[:1000]
+    ids = (ids * (n_ctx // len(ids) + 1))[:n_ctx]
     cpu.reset()
     cuda.reset()
     a, b = cpu.prefill(ids), cuda.prefill(ids)
     seq, disagreements = list(ids), []
-    for _ in range(24):
+    for _ in range(steps):
         if a != b:
             disagreements.append((len(seq), a, b))
         seq.append(a)
@@ -172,6 +169,21 @@ def test_long_context_attention_matches_cpu(name, pair):
     for n, a, b in disagreements:
         logits = cpu.logits(seq[:n])[-1]
         assert logits[a] - logits[b] < 0.05, (n, a, b, logits[a], logits[b])
+
+
+@pytest.mark.parametrize("name", ["f16_tied", "f16_hd64", "q8_0_hd128"])
+def test_long_context_attention_matches_cpu(name, pair):
+    """Decode far into the context: split-K attention over ~1000 cached positions (head sizes 16,
+    64 and 128; GQA groups of 2)."""
+    assert_long_decode_matches(*pair(name), n_ctx=1000, steps=24)
+
+
+def test_splits_longer_than_a_chunk_match_cpu(gguf_dir):
+    """Past n_splits x 128 keys (4 heads: 32 splits) each split of the decode attention walks
+    several staged chunks of K and V, the newest key in its last one."""
+    path, _ = gm.build_tiny_gguf(SPECS["f16_hd64"], gguf_dir)
+    cpu, cuda = (akunu.Model(str(path), backend=b, context_length=4608) for b in ("cpu", "cuda"))
+    assert_long_decode_matches(cpu, cuda, n_ctx=4400, steps=8)
 
 
 # ------------------------------------------------------------------ single GEMM / embedding commands

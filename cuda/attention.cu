@@ -37,12 +37,12 @@ __host__ __device__ inline uint32_t chunk_keys(uint32_t head_dim) {
 }
 constexpr int kMaxPairsPerThread = 4;  // head_dim <= 1024 (checked at load)
 constexpr int kMaxSplits = 32;
-// Fewest keys per split of a decode head. A split costs the head's merge (two rounds of loads
-// after an atomic), so few keys per split pay only when a layer's attention is large enough to need
-// the parallelism: H100 tg128, splits of >= 16 keys / >= one chunk (128 keys, i.e. no split
-// below 128): Qwen3-0.6B shape (16 heads x 128) 1426 / 1263 t/s, Llama-3.2-1B (32 x 64) 1529 /
-// 1508, 8B (32 x 128) 415 / 400, but SmolLM2 (9 x 64) 1817 / 1901. (16 against 8 / 32 / 64 on
-// the last three: 1671 / 1661 / 1641 / -, 1456 / 1462 / 1431 / 1515, 403 / 408 / 395 / 410.)
+// Fewest keys per split of a decode head. A split costs the head's merge (an atomic, then two
+// rounds of loads), so short splits pay only where a layer's attention is large enough to need the
+// parallelism. H100 tg128 t/s with splits of >= 16 / 32 / 64 keys / no split: Llama-3.2-1B shape
+// (32 heads x 64) 1529 / 1514 / 1515 / 1508, 8B (32 x 128) 415 / 413 / 410 / 400, SmolLM2 (9 x 64)
+// 1806 / 1815 / 1843 / 1885; another call, 16 against one chunk (128 keys): SmolLM2 1817 / 1901,
+// Qwen3-0.6B shape (16 x 128) 1426 / 1263.
 constexpr uint32_t kMinKeysPerSplit = 16;
 constexpr uint32_t kSmallAttentionQDim = 1024;  // n_heads * head_dim up to this: one chunk per split
 
@@ -353,7 +353,8 @@ void launch_attention(const LaunchArgs &a, const AttentionParams &p, const RopeI
     const size_t smem = (hd + kChunk + 32 + groups * hd) * sizeof(float) + (2 * chunk_keys(hd) + 2) * hd * sizeof(__half);
     static const cudaError_t opt_in = cudaFuncSetAttribute(  // up to ~77 KB (head_dim 1024)
         attention_kernel<Pairs>, cudaFuncAttributeMaxDynamicSharedMemorySize, 100 * 1024);
-    if (opt_in != cudaSuccess) check_launch(name);
+    if (opt_in != cudaSuccess)
+        throw AkunuError(std::string(name) + ": no room for its shared memory: " + cudaGetErrorString(opt_in));
 
     // Decode: enough (head, split) blocks to fill the chip twice, within the workspace.
     uint32_t n_splits = 1;

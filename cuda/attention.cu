@@ -20,6 +20,8 @@
 // Nothing reads the new cache row during this launch, so no block waits for another, and every
 // row a block does read from the cache is older than the previous kernel: its first chunk is
 // staged before the wait for that kernel (PDL).
+#include <string>
+
 #include "cuda/attention_prefill.h"
 #include "cuda/common.cuh"
 #include "cuda/rope_pairs.cuh"
@@ -351,10 +353,9 @@ void launch_attention(const LaunchArgs &a, const AttentionParams &p, const RopeI
     const uint32_t hd = p.head_dim;
     const uint32_t pairs = hd / 2, groups = pairs <= (uint32_t)kThreads ? kThreads / pairs : 1;
     const size_t smem = (hd + kChunk + 32 + groups * hd) * sizeof(float) + (2 * chunk_keys(hd) + 2) * hd * sizeof(__half);
-    static const cudaError_t opt_in = cudaFuncSetAttribute(  // up to ~77 KB (head_dim 1024)
-        attention_kernel<Pairs>, cudaFuncAttributeMaxDynamicSharedMemorySize, 100 * 1024);
-    if (opt_in != cudaSuccess)
-        throw AkunuError(std::string(name) + ": no room for its shared memory: " + cudaGetErrorString(opt_in));
+    if (!allow_dynamic_smem(attention_kernel<Pairs>, smem))  // up to ~77 KB (head_dim 1024)
+        throw UnsupportedError(std::string(name) + " on CUDA: head_dim " + std::to_string(hd) +
+                               " needs more shared memory than this GPU has");
 
     // Decode: enough (head, split) blocks to fill the chip twice, within the workspace.
     uint32_t n_splits = 1;

@@ -30,6 +30,16 @@ const P &params_of(const LaunchArgs &a) {
 
 inline unsigned ceil_div_u(uint64_t a, uint64_t b) { return (unsigned)((a + b - 1) / b); }
 
+// Lets `kernel` use `bytes` of dynamic shared memory on the current device (past the 48 KB
+// default that takes an opt-in per device and kernel); false when the device has less.
+template <typename Kernel>
+bool allow_dynamic_smem(Kernel kernel, size_t bytes) {
+    if (bytes <= 48 * 1024) return true;
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes) == cudaSuccess) return true;
+    cudaGetLastError();  // not sticky: clear it
+    return false;
+}
+
 // Launches `kernel` with programmatic dependent launch (Hopper+): the next kernel of the stream
 // (or graph) may be scheduled while this one runs, and waits in pdl_enter() until this one has
 // finished and its writes are visible. This hides the launch gap between the ~160 small kernels

@@ -84,11 +84,8 @@ template <typename Kernel>
 size_t staged_x_bytes(Kernel kernel, const GemmParams &p, bool norm) {
     if (!norm) return 0;
     const size_t bytes = (size_t)p.K * sizeof(float);
-    if (bytes > 48 * 1024 &&
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes) != cudaSuccess) {
-        cudaGetLastError();
+    if (!allow_dynamic_smem(kernel, bytes))
         throw UnsupportedError("a normed GEMV input of " + std::to_string(p.K) + " floats does not fit shared memory");
-    }
     return bytes;
 }
 

@@ -74,16 +74,22 @@ struct DeviceMatrix {
     }
 };
 
+// A device of `backend` with no matrix yet: the owner of the buffers a helper allocates.
+std::unique_ptr<DeviceMatrix> new_device(const std::string &backend) {
+    auto m = std::make_unique<DeviceMatrix>();
+    m->dev = akunu::create_device(backend, 0);
+    return m;
+}
+
 std::unique_ptr<DeviceMatrix> upload_matrix(const std::string &backend, const std::string &dtype_name, const nb::bytes &raw,
                                             int64_t n_rows, int64_t k) {
     DType t;
     if (!akunu::cpu::dtype_from_name(dtype_name, &t)) throw nb::value_error(("unknown dtype '" + dtype_name + "'").c_str());
     const akunu::DTypeInfo *info = akunu::dtype_info(static_cast<uint32_t>(t));
     if (n_rows <= 0 || k <= 0 || k % info->block_size != 0) throw nb::value_error("bad matrix shape for this dtype");
-    auto m = std::make_unique<DeviceMatrix>();
+    auto m = new_device(backend);
     m->row_bytes = akunu::row_bytes(*info, (uint64_t)k);
     if (raw.size() != m->row_bytes * (size_t)n_rows) throw nb::value_error("raw size != n_rows rows of k elements");
-    m->dev = akunu::create_device(backend, 0);
     m->desc = m->dev->dtype_lookup(t);
     if (!m->desc) throw nb::value_error((backend + " does not run " + dtype_name + " weights").c_str());
     m->w = m->dev->upload_matrix(raw.c_str(), raw.size(), *m->desc, (size_t)n_rows, (size_t)k);
@@ -364,20 +370,19 @@ void bind_kernels(nb::module_ &m) {
         [](const std::string &backend, FloatVector logits) {
             const int64_t n = (int64_t)logits.shape(0);
             if (n <= 0) throw nb::value_error("logits must not be empty");
-            std::unique_ptr<akunu::Device> dev = akunu::create_device(backend, 0);
+            std::unique_ptr<DeviceMatrix> dm = new_device(backend);
             uint32_t token = 0;
             {
                 nb::gil_scoped_release release;
-                akunu::Buffer xb = dev->allocate((size_t)n * sizeof(float)), tb = dev->allocate(sizeof(uint32_t));
-                dev->write_buffer(xb, logits.data(), (size_t)n * sizeof(float));
+                akunu::Device &dev = *dm->dev;
+                akunu::Buffer xb = dm->alloc((size_t)n * sizeof(float)), tb = dm->alloc(sizeof(uint32_t));
+                dev.write_buffer(xb, logits.data(), (size_t)n * sizeof(float));
                 akunu::ArgmaxParams p{(uint32_t)n};
                 akunu::DispatchTable table;
-                akunu::CmdBuilder(table, *dev, "argmax_f32", {1, 1, 1}).buf(xb).buf(tb).params(p).emit();
-                dev->encode_dispatch_table(table, 0, 1);
-                dev->synchronize();
-                dev->read_buffer(&token, tb, sizeof(token));
-                dev->free_buffer(xb);
-                dev->free_buffer(tb);
+                akunu::CmdBuilder(table, dev, "argmax_f32", {1, 1, 1}).buf(xb).buf(tb).params(p).emit();
+                dev.encode_dispatch_table(table, 0, 1);
+                dev.synchronize();
+                dev.read_buffer(&token, tb, sizeof(token));
             }
             return token;
         },

@@ -13,6 +13,12 @@ namespace akunu::cuda {
 
 namespace {
 
+// An A/B timing switch set to "0" in the environment.
+bool switched_off(const char *name) {
+    const char *v = std::getenv(name);
+    return v && std::strcmp(v, "0") == 0;
+}
+
 void check(cudaError_t e, const char *what) {
     if (e != cudaSuccess) throw AkunuError(std::string("CUDA ") + what + " failed: " + cudaGetErrorString(e));
 }
@@ -80,10 +86,6 @@ CudaDevice::CudaDevice(int device_index) : device_(device_index) {
     // Programmatic dependent launch needs Hopper; AKUNU_CUDA_PDL=0 turns it off, as
     // AKUNU_CUDA_PREFETCH=0 turns off the float GEMVs' early weight prefetch, AKUNU_CUDA_Q16=0 the
     // integer GEMV and AKUNU_CUDA_PDL_LATE=0 its late release of the next kernel (A/B timing).
-    const auto switched_off = [](const char *name) {
-        const char *v = std::getenv(name);
-        return v && std::strcmp(v, "0") == 0;
-    };
     workspace_.pdl = prop.major >= 9 && !switched_off("AKUNU_CUDA_PDL");
     workspace_.prefetch_weights = !switched_off("AKUNU_CUDA_PREFETCH");
     workspace_.integer_gemv = !switched_off("AKUNU_CUDA_Q16");
@@ -114,8 +116,7 @@ ChipConfig CudaDevice::chip_config() const {
     if (f == "0" || f == "norm") c.fuse_gemv_activation = false;
     if (f == "all" || f == "act") c.fuse_gemv_activation = true;
     // AKUNU_CUDA_FUSE_ROPE=0: RoPE + KV write as its own command before decode attention.
-    const char *fuse_rope = std::getenv("AKUNU_CUDA_FUSE_ROPE");
-    if (fuse_rope && std::string(fuse_rope) == "0") c.fuse_rope_into_attention = false;
+    if (switched_off("AKUNU_CUDA_FUSE_ROPE")) c.fuse_rope_into_attention = false;
     return c;
 }
 

@@ -299,3 +299,7 @@ def test_device_hooks_on_cpu(name):
     assert_bits_equal(got, gguf_dequantize(name, w_raw).reshape(n_rows, k)[ids], exact_nan=False)
     with pytest.raises(ValueError):
         _core._device_embedding("cpu", name, w_raw.tobytes(), n_rows, k, np.array([n_rows], dtype=np.uint32))
+    with pytest.raises(ValueError, match="raw size"):  # a clear error, not a crash
+        _core._device_gemm("cpu", name, w_raw.tobytes()[:-1], n_rows, k, x)
+    with pytest.raises(ValueError, match="unknown backend"):
+        _core._device_argmax("no-such-backend", np.zeros(4, dtype=np.float32))

@@ -65,6 +65,7 @@ struct DeviceMatrix {
     size_t row_bytes = 0;
     std::vector<akunu::Buffer> owned;
     ~DeviceMatrix() {
+        if (!dev) return;  // creating the device failed
         for (akunu::Buffer &b : owned) dev->free_buffer(b);
         dev->free_buffer(w);  // (a no-op for weights the device aliases)
     }

@@ -20,6 +20,8 @@
 // Nothing reads the new cache row during this launch, so no block waits for another, and every
 // row a block does read from the cache is older than the previous kernel: its first chunk is
 // staged before the wait for that kernel (PDL).
+#include <cooperative_groups.h>
+
 #include <string>
 
 #include "cuda/attention_prefill.h"
@@ -47,6 +49,7 @@ constexpr int kMaxSplits = 32;
 // Qwen3-0.6B shape (16 x 128) 1426 / 1263.
 constexpr uint32_t kMinKeysPerSplit = 16;
 constexpr uint32_t kSmallAttentionQDim = 1024;  // n_heads * head_dim up to this: one chunk per split
+constexpr uint32_t kMaxClusterSplits = 16;      // splits of a head merged inside a thread-block cluster
 
 // Output-pair mapping of the V accumulation: `groups` sets of `pairs` threads take keys
 // round-robin, so small heads still use the whole block.
@@ -137,12 +140,55 @@ __device__ void combine_splits(const float *partial, float *__restrict__ out, ui
     }
 }
 
+// Hopper: the splits of a head form one thread-block cluster and merge through distributed shared
+// memory instead of global partials, a fence and an atomic. Each block leaves its (m, l) in
+// ml[0..1] and its summed accumulator in split_acc[hd] (its own shared memory); block 0 of the
+// cluster reads every active split's and writes the head's output, in combine_splits' order of
+// operations. Inactive splits call cluster_merge_wait() instead: every block of a cluster
+// arrives at both of its barriers.
+__device__ __forceinline__ void cluster_merge_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    cooperative_groups::this_cluster().sync();  // the splits' results are in shared memory
+    cooperative_groups::this_cluster().sync();  // block 0 has read them: all may exit
+#endif
+}
+__device__ void combine_splits_cluster(float *ml, float *split_acc, float *__restrict__ out, uint32_t hd,
+                                       uint32_t active) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    namespace cg = cooperative_groups;
+    cg::cluster_group cluster = cg::this_cluster();
+    cluster.sync();
+    if (cluster.block_rank() == 0) {
+        __shared__ float weight[kMaxClusterSplits];
+        __shared__ float inv_sum;
+        if (threadIdx.x < 32) {
+            const uint32_t s = threadIdx.x;
+            const float *peer = s < active ? cluster.map_shared_rank(ml, s) : nullptr;
+            const float m = peer ? peer[0] : -INFINITY, l = peer ? peer[1] : 0.f;
+            const float M = warp_max(m);
+            const float e = l > 0.f ? expf(m - M) : 0.f;
+            const float L = warp_sum(l * e);
+            if (s < active) weight[s] = e;
+            if (s == 0) inv_sum = 1.0f / L;
+        }
+        __syncthreads();
+        for (uint32_t d = threadIdx.x; d < hd; d += kThreads) {
+            float t = 0.f;
+            for (uint32_t s = 0; s < active; ++s) t += cluster.map_shared_rank(split_acc, s)[d] * weight[s];
+            out[d] = t * inv_sum;
+        }
+    }
+    cluster.sync();
+#endif
+}
+
 // Pairs: NoRope, or the rotation (Interleaved / NeoX) of the RoPE variant (decode only).
 template <class Pairs>
 __global__ void __launch_bounds__(kThreads)
     attention_kernel(const float *__restrict__ q_all, __half *__restrict__ k_cache, __half *__restrict__ v_cache,
                      float *__restrict__ out, float *__restrict__ partial, AttentionParams p, RopeInputs ri,
-                     PatchContext pc, uint32_t n_splits, unsigned *__restrict__ done_splits, uint32_t min_keys) {
+                     PatchContext pc, uint32_t n_splits, unsigned *__restrict__ done_splits, uint32_t min_keys,
+                     bool in_cluster) {
     constexpr bool kRope = !std::is_same<Pairs, NoRope>::value;
     extern __shared__ float smem[];
     const uint32_t hd = p.head_dim;
@@ -170,7 +216,10 @@ __global__ void __launch_bounds__(kThreads)
     // give each at least min_keys keys, so very short contexts skip the partials and the merge,
     // while longer ones still spread the serial V walk over many blocks.
     const uint32_t active = min(n_splits, max(1u, (n_keys + min_keys - 1) / min_keys));
-    if (split >= active) return;  // block-uniform: before any barrier
+    if (split >= active) {  // block-uniform: before any barrier
+        if (in_cluster && active > 1) cluster_merge_wait();
+        return;
+    }
     const uint32_t per_split = (n_keys + active - 1) / active;
     const uint32_t k_begin = first + min(split * per_split, n_keys), k_end = min(k_begin + per_split, n_ctx);
 
@@ -322,6 +371,18 @@ __global__ void __launch_bounds__(kThreads)
             for (uint32_t g = 0; g < vm.groups; ++g) t += acc_s[g * hd + d];
             o[d] = t * inv;
         }
+    } else if (in_cluster) {
+        float *ml = red, *split_acc = q_s;  // both free now
+        if (tid == 0) {
+            ml[0] = m;
+            ml[1] = l;
+        }
+        for (uint32_t d = tid; d < hd; d += kThreads) {
+            float t = 0.f;
+            for (uint32_t g = 0; g < vm.groups; ++g) t += acc_s[g * hd + d];
+            split_acc[d] = t;
+        }
+        combine_splits_cluster(ml, split_acc, out + (size_t)h * hd, hd, active);
     } else {
         float *part = partial + ((size_t)h * n_splits + split) * (hd + 2);
         if (tid == 0) {
@@ -347,6 +408,41 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
+// Where the cluster merge pays, measured on an H100 (tg128 t/s, cluster / global merge): heads of
+// many short splits in small blocks (Llama-3.2-1B shape, 32 x 64: 1681 / 1627). With blocks of
+// ~68 KB (head_dim 128: 8B shape 418 / 436, Qwen3-0.6B shape 1421 / 1435) or one-chunk splits,
+// rarely more than one active at short contexts (SmolLM2, 9 x 64: 1388 / 1652), the cluster launch
+// lost more than the merge saved (each cluster must find room on the SMs of one GPC).
+bool cluster_wanted(const AttentionParams &p, size_t smem) {
+    const bool short_splits = p.n_heads * p.head_dim > kSmallAttentionQDim;  // min_keys = kMinKeysPerSplit
+    return short_splits && smem <= 48 * 1024;
+}
+
+// Whether a grid of `heads` clusters of `size` blocks (over 8: a non-portable size, which
+// Hopper allows) of `kernel` can run: each cluster must fit the SMs of one GPC at once.
+template <typename Kernel>
+bool cluster_fits(Kernel kernel, uint32_t heads, uint32_t size, size_t smem) {
+    if (size > 8 && cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) {
+        cudaGetLastError();
+        return false;
+    }
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(heads, 1, size);
+    cfg.blockDim = dim3(kThreads);
+    cfg.dynamicSmemBytes = smem;
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = 1;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = size;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    int clusters = 0;
+    const bool ok = cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) == cudaSuccess && clusters > 0;
+    cudaGetLastError();
+    return ok;
+}
+
 // Validates the shape, then launches the decode (split-K) or the one-split prefill grid.
 template <class Pairs>
 void launch_attention(const LaunchArgs &a, const AttentionParams &p, const RopeInputs &ri, const char *name) {
@@ -357,22 +453,32 @@ void launch_attention(const LaunchArgs &a, const AttentionParams &p, const RopeI
         throw UnsupportedError(std::string(name) + " on CUDA: head_dim " + std::to_string(hd) +
                                " needs more shared memory than this GPU has");
 
-    // Decode: enough (head, split) blocks to fill the chip twice, within the workspace.
+    // Decode: enough (head, split) blocks to fill the chip twice, within the workspace; on Hopper
+    // a head's splits merge inside a cluster when they fit one (combine_splits_cluster).
     uint32_t n_splits = 1;
+    bool in_cluster = false;
     if (p.rows == 1) {
         n_splits = std::min<uint32_t>(kMaxSplits, ceil_div_u(2u * a.workspace->sm_count, p.n_heads));
+        const uint32_t cluster = std::min(n_splits, kMaxClusterSplits);
+        if (a.workspace->clusters && cluster > 1 && cluster_wanted(p, smem) &&
+            cluster_fits(attention_kernel<Pairs>, p.n_heads, cluster, smem)) {
+            n_splits = cluster;
+            in_cluster = true;
+        }
         // The workspace's last 128 floats and last counter belong to argmax_f32.
-        while (n_splits > 1 && (size_t)p.n_heads * n_splits * (hd + 2) > a.workspace->floats - 128) --n_splits;
+        while (!in_cluster && n_splits > 1 && (size_t)p.n_heads * n_splits * (hd + 2) > a.workspace->floats - 128)
+            --n_splits;
     }
     const auto *q = reinterpret_cast<const float *>(a.buffers[0]);
     auto *k = reinterpret_cast<__half *>(a.buffers[1]);
     auto *v = reinterpret_cast<__half *>(a.buffers[2]);
     auto *out = reinterpret_cast<float *>(a.buffers[3]);
-    if (n_splits > 1 && p.n_heads >= a.workspace->n_counters) n_splits = 1;
+    if (!in_cluster && n_splits > 1 && p.n_heads >= a.workspace->n_counters) n_splits = 1;
     const uint32_t min_keys = p.n_heads * hd <= kSmallAttentionQDim ? chunk_keys(hd) : kMinKeysPerSplit;
     dim3 grid(p.n_heads, p.rows, n_splits);
-    launch_pdl(attention_kernel<Pairs>, grid, kThreads, smem, a, q, k, v, out, a.workspace->data, p, ri, a.patch,
-               n_splits, a.workspace->counters, min_keys);
+    launch_pdl_clustered(attention_kernel<Pairs>, grid, kThreads, smem, dim3(1, 1, in_cluster ? n_splits : 1), a, q,
+                         k, v, out, a.workspace->data, p, ri, a.patch, n_splits, a.workspace->counters, min_keys,
+                         in_cluster);
     check_launch(name);
 }
 

@@ -44,19 +44,34 @@ bool allow_dynamic_smem(Kernel kernel, size_t bytes) {
 // (or graph) may be scheduled while this one runs, and waits in pdl_enter() until this one has
 // finished and its writes are visible. This hides the launch gap between the ~160 small kernels
 // of a decode step. Every kernel launched through here must call pdl_enter() first.
+// `cluster` (Hopper): the grid in thread-block clusters of that shape (1 x 1 x 1: none).
 template <typename... KArgs, typename... Args>
-void launch_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, const LaunchArgs &a, Args &&...args) {
+void launch_pdl_clustered(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, dim3 cluster,
+                          const LaunchArgs &a, Args &&...args) {
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = grid;
     cfg.blockDim = block;
     cfg.dynamicSmemBytes = smem;
     cfg.stream = a.stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchAttribute attr[2];
+    unsigned n = 0;
+    if (a.workspace && a.workspace->pdl) {
+        attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[n++].val.programmaticStreamSerializationAllowed = 1;
+    }
+    if (cluster.x * cluster.y * cluster.z > 1) {
+        attr[n].id = cudaLaunchAttributeClusterDimension;
+        attr[n].val.clusterDim.x = cluster.x;
+        attr[n].val.clusterDim.y = cluster.y;
+        attr[n++].val.clusterDim.z = cluster.z;
+    }
     cfg.attrs = attr;
-    cfg.numAttrs = a.workspace && a.workspace->pdl ? 1 : 0;
+    cfg.numAttrs = n;
     cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
+template <typename... KArgs, typename... Args>
+void launch_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, const LaunchArgs &a, Args &&...args) {
+    launch_pdl_clustered(kernel, grid, block, smem, dim3(1, 1, 1), a, std::forward<Args>(args)...);
 }
 
 // --- device: kernel entry -----------------------------------------------------------------

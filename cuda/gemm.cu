@@ -114,6 +114,12 @@ void launch_gemm_rows(const LaunchArgs &a, const char *name) {
     check_launch(name);
 }
 
+// The integer GEMV kernel of a block shape.
+template <class F, bool kNorm, int kWarps>
+auto q16_kernel(bool two) {
+    return two ? gemv_g8_q16_kernel<F, 2, kWarps, kNorm> : gemv_g8_q16_kernel<F, 1, kWarps, kNorm>;
+}
+
 // Decode over the g8 layout. Two groups (16 rows) per block share each x load when that still
 // leaves a block per SM; small matrices keep one group per block for parallelism (H100: two
 // groups per block ran 8B-shape weights at 2.0 TB/s, one group at 1.3). Rows longer than 4
@@ -123,21 +129,35 @@ template <class F, bool kNorm>
 void launch_gemv_g8(const LaunchArgs &a, const GemmLaunch &l) {
     const GemmParams &p = params_of<GemmParams>(a);
     const bool gated = p.output_op != kGemmOutputPlain;
-    const bool two = gated || l.total_groups >= 2u * (unsigned)a.workspace->sm_count, wide = p.K > 512;
+    const unsigned sm_count = (unsigned)a.workspace->sm_count;
+    const bool two = gated || l.total_groups >= 2u * sm_count, wide = p.K > 512;
     const unsigned items = gated ? g8_groups(p.N[0]) : two ? ceil_div_u(l.total_groups, 2) : l.total_groups;
-    const int warps = wide ? 8 : 4, threads = warps * 32;
+    int warps = wide ? 8 : 4;
     // The integer GEMV (cuda/gemv_q16.cuh) where its per-warp x slices fit the default shared
     // memory, and where rows give each warp a step at least: below that, the float kernel's x,
     // staged once per block, serves several items (H100 tg128, SmolLM2's K = 576: float 1519 t/s,
-    // integer 1467).
-    const size_t q16_smem = (size_t)warps * q16_warp_bytes(q16_steps(p.K, warps));
-    if (a.workspace->integer_gemv && p.K >= 32u * 4 * warps && q16_smem <= 48 * 1024) {
-        auto q16 = two ? (wide ? gemv_g8_q16_kernel<F, 2, 8, kNorm> : gemv_g8_q16_kernel<F, 2, 4, kNorm>)
-                       : (wide ? gemv_g8_q16_kernel<F, 1, 8, kNorm> : gemv_g8_q16_kernel<F, 1, 4, kNorm>);
-        launch_pdl(q16, items, threads, q16_smem, a, l.x, l.y, l.w, p, l.total_groups, l.norm_w,
+    // integer 1467). A grid that would leave fewer than 32 warps per SM (the 8B shape's o_proj
+    // and down: 256 blocks) gets 16-warp blocks where rows give each warp a step and the blocks
+    // still fit on the GPU at once: twice the loads in flight per SM, with the same x traffic
+    // (H100 tg128, 1B shape 1450 -> 1513 t/s).
+    const auto q16_smem = [&](int w) { return (size_t)w * q16_warp_bytes(q16_steps(p.K, w)); };
+    if (a.workspace->integer_gemv && p.K >= 32u * 4 * warps && q16_smem(warps) <= 48 * 1024) {
+        if (wide && a.workspace->sixteen_warp_gemv && items * 8u < 32u * sm_count && p.K >= 32u * 4 * 16 &&
+            q16_smem(16) <= 48 * 1024) {
+            int per_sm = 0;
+            auto k16 = q16_kernel<F, kNorm, 16>(two);
+            if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k16, 16 * 32, q16_smem(16)) == cudaSuccess &&
+                items <= (unsigned)per_sm * sm_count)
+                warps = 16;
+            cudaGetLastError();
+        }
+        auto q16 = warps == 16 ? q16_kernel<F, kNorm, 16>(two) : warps == 8 ? q16_kernel<F, kNorm, 8>(two)
+                                                                            : q16_kernel<F, kNorm, 4>(two);
+        launch_pdl(q16, items, warps * 32, q16_smem(warps), a, l.x, l.y, l.w, p, l.total_groups, l.norm_w,
                    a.workspace->q16_late_release);
         return;
     }
+    const int threads = warps * 32;
     auto kernel = two ? (wide ? gemv_g8_kernel<F, 2, 8, kNorm> : gemv_g8_kernel<F, 2, 4, kNorm>)
                       : (wide ? gemv_g8_kernel<F, 1, 8, kNorm> : gemv_g8_kernel<F, 1, 4, kNorm>);
     const size_t smem = staged_x_bytes(kernel, p, kNorm);

@@ -34,6 +34,8 @@ struct Workspace {
     bool prefetch_weights = true;  // GEMVs ask L2 for their first weights before waiting (PDL)
     bool integer_gemv = true;      // g8 GEMVs on int16 x and dp2a (cuda/gemv_q16.cuh)
     bool q16_late_release = true;  // those let the next kernel launch after their main loop
+    bool sixteen_warp_gemv = true;  // small integer-GEMV grids get 16-warp blocks
+    bool clusters = false;          // thread-block clusters (Hopper): decode attention merges in one
     size_t l2_bytes = 0;
 };
 

@@ -36,6 +36,10 @@ SPECS["q8_0_hd128"] = gm.TinySpec("q8_0_hd128", dtype="Q8_0", hidden=256, n_head
 # Wide enough (hidden 1024) for the integer decode GEMV of the g8 formats (cuda/gemv_q16.cuh).
 SPECS["q4_0_wide"] = gm.TinySpec("q4_0_wide", dtype="Q4_0", hidden=1024, n_heads=8, n_kv_heads=2, head_dim=128,
                                  ffn=2048, seed=15)
+# The Llama-3.2-1B attention shape (32 heads x 64, GQA groups of 4): on Hopper its decode splits
+# merge inside a thread-block cluster (cuda/attention.cu, cluster_wanted).
+SPECS["f16_heads32"] = gm.TinySpec("f16_heads32", dtype="F16", hidden=2048, n_layers=1, n_heads=32, n_kv_heads=8,
+                                   head_dim=64, seed=16)
 
 PROMPTS = [
     "Once upon a time, in a small village by the sea, there lived",
@@ -171,10 +175,10 @@ def assert_long_decode_matches(cpu, cuda, n_ctx, steps):
         assert logits[a] - logits[b] < 0.05, (n, a, b, logits[a], logits[b])
 
 
-@pytest.mark.parametrize("name", ["f16_tied", "f16_hd64", "q8_0_hd128"])
+@pytest.mark.parametrize("name", ["f16_tied", "f16_hd64", "q8_0_hd128", "f16_heads32"])
 def test_long_context_attention_matches_cpu(name, pair):
     """Decode far into the context: split-K attention over ~1000 cached positions (head sizes 16,
-    64 and 128; GQA groups of 2)."""
+    64 and 128; GQA groups of 2, and 4 with 32 heads, whose splits merge in a cluster on Hopper)."""
     assert_long_decode_matches(*pair(name), n_ctx=1000, steps=24)
 
 
@@ -224,9 +228,11 @@ def test_gemm_matches_float64(name, m, weights):
 
 @pytest.mark.parametrize("name", ["Q4_0", "Q8_0", "Q4_K", "F16"])
 @pytest.mark.parametrize("m, n_rows, k",
-                         [(1, 8200, 4096), (1, 600, 14336), (600, 4100, 512), (130, 300, 2048), (600, 64, 14336)])
+                         [(1, 4000, 4096), (1, 16400, 2048), (1, 600, 14336), (600, 4100, 512), (130, 300, 2048),
+                          (600, 64, 14336)])
 def test_gemm_large_shapes_match_float64(name, m, n_rows, k):
-    # The launch variants: GEMV blocks of 1 and 2 g8 groups (many / few groups), 128- and 64-row
+    # The launch variants: GEMV blocks of 2 g8 groups of 16 warps (4000 rows: a grid that fits the
+    # GPU at once, 132 SMs on an H100) or 8 warps (16400 rows), of 1 group (600 rows), 128- and 64-row
     # tensor-core tiles (enough tiles to fill the GPU or not), long K, and f32 activations read by
     # the tiles directly (600 x 14336 is more than the workspace's f16 copy holds).
     _gemm_case(name, m, n_rows, k, "quantized", seed=n_rows + k)
@@ -242,9 +248,10 @@ def _gelu_tanh(g):
 
 # The decode GEMV's fusions (ChipConfig::fuse_gemv_norm_max_dim / fuse_gemv_activation): the input RMSNorm and the gated
 # output. Shapes reach every launch variant: GGUF-row blocks of 4 (k < 2048) and 16 rows, g8 blocks
-# of 1 or 2 groups of 4 (k <= 512) or 8 warps, row counts that are not whole groups or blocks.
+# of 1 or 2 groups of 4 (k <= 512), 8 or 16 warps (k >= 2048 on small grids: 300 rows, and 4000
+# rows plain, not gated, on an H100's 132 SMs), row counts that are not whole groups or blocks.
 @pytest.mark.parametrize("name", ["Q4_0", "Q4_1", "Q8_0", "F16", "Q4_K", "Q6_K"])
-@pytest.mark.parametrize("n_rows, k", [(37, 512), (300, 1024), (4100, 2048)])
+@pytest.mark.parametrize("n_rows, k", [(37, 512), (300, 1024), (300, 2048), (4000, 2048)])
 @pytest.mark.parametrize("norm, activation", [(True, ""), (True, "silu"), (False, "silu"), (True, "gelu_tanh")])
 def test_fused_gemv_matches_float64(name, n_rows, k, norm, activation):
     rng = np.random.default_rng(n_rows + k + len(name))

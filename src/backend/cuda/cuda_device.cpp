@@ -85,11 +85,15 @@ CudaDevice::CudaDevice(int device_index) : device_(device_index) {
     workspace_.l2_bytes = l2_bytes_;
     // Programmatic dependent launch needs Hopper; AKUNU_CUDA_PDL=0 turns it off, as
     // AKUNU_CUDA_PREFETCH=0 turns off the float GEMVs' early weight prefetch, AKUNU_CUDA_Q16=0 the
-    // integer GEMV and AKUNU_CUDA_PDL_LATE=0 its late release of the next kernel (A/B timing).
+    // integer GEMV, AKUNU_CUDA_PDL_LATE=0 its late release of the next kernel,
+    // AKUNU_CUDA_GEMV16=0 its 16-warp blocks and AKUNU_CUDA_ATTN_CLUSTER=0 the cluster merge of
+    // decode attention (A/B timing).
     workspace_.pdl = prop.major >= 9 && !switched_off("AKUNU_CUDA_PDL");
     workspace_.prefetch_weights = !switched_off("AKUNU_CUDA_PREFETCH");
     workspace_.integer_gemv = !switched_off("AKUNU_CUDA_Q16");
     workspace_.q16_late_release = !switched_off("AKUNU_CUDA_PDL_LATE");
+    workspace_.sixteen_warp_gemv = !switched_off("AKUNU_CUDA_GEMV16");
+    workspace_.clusters = prop.major >= 9 && !switched_off("AKUNU_CUDA_ATTN_CLUSTER");
 }
 
 CudaDevice::~CudaDevice() {

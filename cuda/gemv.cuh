@@ -176,30 +176,15 @@ __device__ __forceinline__ bool slot_group(const GemmParams &p, uint32_t total_g
     return group < total_groups;
 }
 
-// What thread t < kGroups x 8 of a plain accumulating g8 GEMV item adds its sum to (slot
-// (t / 8, t % 8), as gemv_g8_store stores it): its output as it stands; 0 for other threads.
-// The integer GEMV reads it before its main loop, so the load is off the critical path.
-template <int kGroups>
-__device__ __forceinline__ float g8_prior(const float *__restrict__ y, const GemmParams &p, uint32_t total_groups,
-                                          uint32_t item) {
-    if (!p.accumulate || threadIdx.x >= kGroups * kG8Rows || (kGroups == 2 && p.output_op != kGemmOutputPlain))
-        return 0.f;
-    uint32_t part, local;
-    if (!slot_group<kGroups>(p, total_groups, item, threadIdx.x / kG8Rows, part, local)) return 0.f;
-    const uint32_t row = local * kG8Rows + threadIdx.x % kG8Rows;
-    return row < p.N[part] ? y[p.y_col[part] + row] : 0.f;
-}
-
 // The end of a g8 GEMV item: each lane's per-group sums (lanes of one row r = lane % 8 hold
 // different blocks) reduced over the warp and then over the block's warps in shared memory,
-// scaled, and stored (accumulating: added to *prior, g8_prior's value, where given, else to the
-// output read now; gated: combined into act(gate) * up). sq_by_warp: the warps' sums of x^2
-// (shared memory, written before the call), whose total sets the scale to 1 / rms(x).
+// scaled, and stored (or, gated, combined into act(gate) * up). sq_by_warp: the warps' sums of
+// x^2 (shared memory, written before the call), whose total sets the scale to 1 / rms(x).
 template <int kGroups, int kWarps>
 __device__ __forceinline__ void gemv_g8_store(const float (&acc)[kGroups], float scale, float *__restrict__ y,
                                               const GemmParams &p, uint32_t total_groups, uint32_t item,
                                               float (&partial)[kWarps][kGroups][kG8Rows],
-                                              const float *sq_by_warp = nullptr, const float *prior = nullptr) {
+                                              const float *sq_by_warp = nullptr) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const uint32_t r = lane & 7, kq = lane >> 3;
 #pragma unroll
@@ -234,7 +219,7 @@ __device__ __forceinline__ void gemv_g8_store(const float (&acc)[kGroups], float
             if (row < p.N[part]) {
                 const float s = group_sum(g, rr);
                 float *dst = y + p.y_col[part] + row;
-                *dst = p.accumulate ? (prior ? *prior : *dst) + s : s;
+                *dst = p.accumulate ? *dst + s : s;
             }
         }
     }

@@ -9,9 +9,10 @@
 // chunk is thus issued at its start instead of one dependent round trip per key. Decode (one query
 // row) splits the keys across blocks (flash-decoding: kv_len can be thousands while there are only
 // n_heads rows of work); the last split of a head to finish (an atomic count per head) merges the
-// partial (max, sum, acc) triples, so decode attention is one kernel. Prefill runs one split per
-// (head, row) where the tensor-core kernel of cuda/attention_prefill.cu does not apply (other head
-// sizes).
+// partial (max, sum, acc) triples, so decode attention is one kernel (on Hopper, where it pays, a
+// head's splits form a thread-block cluster and merge through distributed shared memory instead:
+// combine_splits_cluster). Prefill runs one split per (head, row) where the tensor-core kernel of
+// cuda/attention_prefill.cu does not apply (other head sizes).
 //
 // The decode variant with RoPE (attention_rope_*_f16kv, RopeAttentionParams) also does the RoPE +
 // KV-write command's work: every block norms (QK-norm) and rotates its query head from qkv; the
@@ -112,6 +113,17 @@ __device__ void load_rotated_head(float *x_s, const float *__restrict__ src, con
     __syncthreads();
 }
 
+// Warp 0's part of a merge: lane s holds split s's (m, l) (an empty or inactive split: -inf, 0);
+// sets weight[s] = e^(m_s - M) for the active splits and *inv_sum = 1 / sum_s l_s e^(m_s - M).
+__device__ __forceinline__ void split_weights(float m, float l, uint32_t active, float *weight, float *inv_sum) {
+    const uint32_t s = threadIdx.x;
+    const float M = warp_max(m);
+    const float e = l > 0.f ? expf(m - M) : 0.f;
+    const float L = warp_sum(l * e);
+    if (s < active) weight[s] = e;
+    if (s == 0) *inv_sum = 1.0f / L;
+}
+
 // Merges the splits of one head: out = sum_s acc_s e^(m_s - M) / sum_s l_s e^(m_s - M). Run by
 // the head's last block; the other splits' partials are read past L1 (__ldcg). Warp 0 reads every
 // split's (m, l) at once (an empty split has m = -inf, l = 0: weight 0), so the merge costs two
@@ -125,11 +137,7 @@ __device__ void combine_splits(const float *partial, float *__restrict__ out, ui
         const uint32_t s = threadIdx.x;
         const float m = s < active ? __ldcg(base + s * (hd + 2)) : -INFINITY;
         const float l = s < active ? __ldcg(base + s * (hd + 2) + 1) : 0.f;
-        const float M = warp_max(m);
-        const float e = l > 0.f ? expf(m - M) : 0.f;
-        const float L = warp_sum(l * e);
-        if (s < active) weight[s] = e;
-        if (s == 0) inv_sum = 1.0f / L;
+        split_weights(m, l, active, weight, &inv_sum);
     }
     __syncthreads();
     for (uint32_t d = threadIdx.x; d < hd; d += kThreads) {
@@ -164,12 +172,7 @@ __device__ void combine_splits_cluster(float *ml, float *split_acc, float *__res
         if (threadIdx.x < 32) {
             const uint32_t s = threadIdx.x;
             const float *peer = s < active ? cluster.map_shared_rank(ml, s) : nullptr;
-            const float m = peer ? peer[0] : -INFINITY, l = peer ? peer[1] : 0.f;
-            const float M = warp_max(m);
-            const float e = l > 0.f ? expf(m - M) : 0.f;
-            const float L = warp_sum(l * e);
-            if (s < active) weight[s] = e;
-            if (s == 0) inv_sum = 1.0f / L;
+            split_weights(peer ? peer[0] : -INFINITY, peer ? peer[1] : 0.f, active, weight, &inv_sum);
         }
         __syncthreads();
         for (uint32_t d = threadIdx.x; d < hd; d += kThreads) {
@@ -419,9 +422,15 @@ bool cluster_wanted(const AttentionParams &p, size_t smem) {
 }
 
 // Whether a grid of `heads` clusters of `size` blocks (over 8: a non-portable size, which
-// Hopper allows) of `kernel` can run: each cluster must fit the SMs of one GPC at once.
+// Hopper allows) of `kernel` can run: the binary this device runs has the merge (built for
+// sm_90 or later), and each cluster fits the SMs of one GPC at once.
 template <typename Kernel>
 bool cluster_fits(Kernel kernel, uint32_t heads, uint32_t size, size_t smem) {
+    cudaFuncAttributes fa{};
+    if (cudaFuncGetAttributes(&fa, kernel) != cudaSuccess || fa.binaryVersion < 90) {
+        cudaGetLastError();
+        return false;
+    }
     if (size > 8 && cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) {
         cudaGetLastError();
         return false;

@@ -149,10 +149,10 @@ __device__ void combine_splits(const float *partial, float *__restrict__ out, ui
 }
 
 // Hopper: the splits of a head form one thread-block cluster and merge through distributed shared
-// memory instead of global partials, a fence and an atomic. Each block leaves its (m, l) in
-// ml[0..1] and its summed accumulator in split_acc[hd] (its own shared memory); block 0 of the
-// cluster reads every active split's and writes the head's output, in combine_splits' order of
-// operations. Inactive splits call cluster_merge_wait() instead: every block of a cluster
+// memory instead of global partials, a fence and an atomic. Each block leaves its (m, l,
+// accumulator) in its own shared memory at `res`, laid out as a partial of combine_splits; block 0
+// of the cluster reads every active split's and writes the head's output, in combine_splits' order
+// of operations. Inactive splits call cluster_merge_wait() instead: every block of a cluster
 // arrives at both of its barriers.
 __device__ __forceinline__ void cluster_merge_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -160,8 +160,7 @@ __device__ __forceinline__ void cluster_merge_wait() {
     cooperative_groups::this_cluster().sync();  // block 0 has read them: all may exit
 #endif
 }
-__device__ void combine_splits_cluster(float *ml, float *split_acc, float *__restrict__ out, uint32_t hd,
-                                       uint32_t active) {
+__device__ void combine_splits_cluster(float *res, float *__restrict__ out, uint32_t hd, uint32_t active) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     namespace cg = cooperative_groups;
     cg::cluster_group cluster = cg::this_cluster();
@@ -171,13 +170,13 @@ __device__ void combine_splits_cluster(float *ml, float *split_acc, float *__res
         __shared__ float inv_sum;
         if (threadIdx.x < 32) {
             const uint32_t s = threadIdx.x;
-            const float *peer = s < active ? cluster.map_shared_rank(ml, s) : nullptr;
+            const float *peer = s < active ? cluster.map_shared_rank(res, s) : nullptr;
             split_weights(peer ? peer[0] : -INFINITY, peer ? peer[1] : 0.f, active, weight, &inv_sum);
         }
         __syncthreads();
         for (uint32_t d = threadIdx.x; d < hd; d += kThreads) {
             float t = 0.f;
-            for (uint32_t s = 0; s < active; ++s) t += cluster.map_shared_rank(split_acc, s)[d] * weight[s];
+            for (uint32_t s = 0; s < active; ++s) t += cluster.map_shared_rank(res, s)[2 + d] * weight[s];
             out[d] = t * inv_sum;
         }
     }
@@ -366,48 +365,39 @@ __global__ void __launch_bounds__(kThreads)
         }
     }
     __syncthreads();
+    const auto group_total = [&](uint32_t d) {  // output dim d summed over the key groups
+        float t = 0.f;
+        for (uint32_t g = 0; g < vm.groups; ++g) t += acc_s[g * hd + d];
+        return t;
+    };
     if (active == 1) {
         float *o = out + (size_t)r * p.out_stride + (size_t)h * hd;
         const float inv = 1.0f / l;
-        for (uint32_t d = tid; d < hd; d += kThreads) {
-            float t = 0.f;
-            for (uint32_t g = 0; g < vm.groups; ++g) t += acc_s[g * hd + d];
-            o[d] = t * inv;
-        }
-    } else if (in_cluster) {
-        float *ml = red, *split_acc = q_s;  // both free now
-        if (tid == 0) {
-            ml[0] = m;
-            ml[1] = l;
-        }
-        for (uint32_t d = tid; d < hd; d += kThreads) {
-            float t = 0.f;
-            for (uint32_t g = 0; g < vm.groups; ++g) t += acc_s[g * hd + d];
-            split_acc[d] = t;
-        }
-        combine_splits_cluster(ml, split_acc, out + (size_t)h * hd, hd, active);
-    } else {
-        float *part = partial + ((size_t)h * n_splits + split) * (hd + 2);
-        if (tid == 0) {
-            part[0] = m;
-            part[1] = l;  // 0 for an empty split
-        }
-        for (uint32_t d = tid; d < hd; d += kThreads) {
-            float t = 0.f;
-            for (uint32_t g = 0; g < vm.groups; ++g) t += acc_s[g * hd + d];
-            part[2 + d] = t;
-        }
-        // The last split of this head to finish merges all of them: no second kernel launch.
+        for (uint32_t d = tid; d < hd; d += kThreads) o[d] = group_total(d) * inv;
+        return;
+    }
+    // The split's (m, l, accumulator): in this block's shared memory for the cluster merge (q_s
+    // and the start of `scores`, both free now), else in the workspace's partials.
+    float *res = in_cluster ? q_s : partial + ((size_t)h * n_splits + split) * (hd + 2);
+    if (tid == 0) {
+        res[0] = m;
+        res[1] = l;  // 0 for an empty split
+    }
+    for (uint32_t d = tid; d < hd; d += kThreads) res[2 + d] = group_total(d);
+    if (in_cluster) {
+        combine_splits_cluster(res, out + (size_t)h * hd, hd, active);
+        return;
+    }
+    // The last split of this head to finish merges all of them: no second kernel launch.
+    __threadfence();
+    __syncthreads();
+    __shared__ bool is_last;
+    if (tid == 0) is_last = atomicAdd(&done_splits[h], 1u) == active - 1;
+    __syncthreads();
+    if (is_last) {
         __threadfence();
-        __syncthreads();
-        __shared__ bool is_last;
-        if (tid == 0) is_last = atomicAdd(&done_splits[h], 1u) == active - 1;
-        __syncthreads();
-        if (is_last) {
-            __threadfence();
-            combine_splits(partial, out, h, hd, n_splits, active);
-            if (tid == 0) done_splits[h] = 0;  // ready for the next layer / replay
-        }
+        combine_splits(partial, out, h, hd, n_splits, active);
+        if (tid == 0) done_splits[h] = 0;  // ready for the next layer / replay
     }
 }
 
@@ -416,10 +406,7 @@ __global__ void __launch_bounds__(kThreads)
 // ~68 KB (head_dim 128: 8B shape 418 / 436, Qwen3-0.6B shape 1421 / 1435) or one-chunk splits,
 // rarely more than one active at short contexts (SmolLM2, 9 x 64: 1388 / 1652), the cluster launch
 // lost more than the merge saved (each cluster must find room on the SMs of one GPC).
-bool cluster_wanted(const AttentionParams &p, size_t smem) {
-    const bool short_splits = p.n_heads * p.head_dim > kSmallAttentionQDim;  // min_keys = kMinKeysPerSplit
-    return short_splits && smem <= 48 * 1024;
-}
+bool cluster_wanted(uint32_t min_keys, size_t smem) { return min_keys == kMinKeysPerSplit && smem <= 48 * 1024; }
 
 // Whether a grid of `heads` clusters of `size` blocks (over 8: a non-portable size, which
 // Hopper allows) of `kernel` can run: the binary this device runs has the merge (built for
@@ -464,12 +451,13 @@ void launch_attention(const LaunchArgs &a, const AttentionParams &p, const RopeI
 
     // Decode: enough (head, split) blocks to fill the chip twice, within the workspace; on Hopper
     // a head's splits merge inside a cluster when they fit one (combine_splits_cluster).
+    const uint32_t min_keys = p.n_heads * hd <= kSmallAttentionQDim ? chunk_keys(hd) : kMinKeysPerSplit;
     uint32_t n_splits = 1;
     bool in_cluster = false;
     if (p.rows == 1) {
         n_splits = std::min<uint32_t>(kMaxSplits, ceil_div_u(2u * a.workspace->sm_count, p.n_heads));
         const uint32_t cluster = std::min(n_splits, kMaxClusterSplits);
-        if (a.workspace->clusters && cluster > 1 && cluster_wanted(p, smem) &&
+        if (a.workspace->clusters && cluster > 1 && cluster_wanted(min_keys, smem) &&
             cluster_fits(attention_kernel<Pairs>, p.n_heads, cluster, smem)) {
             n_splits = cluster;
             in_cluster = true;
@@ -483,7 +471,6 @@ void launch_attention(const LaunchArgs &a, const AttentionParams &p, const RopeI
     auto *v = reinterpret_cast<__half *>(a.buffers[2]);
     auto *out = reinterpret_cast<float *>(a.buffers[3]);
     if (!in_cluster && n_splits > 1 && p.n_heads >= a.workspace->n_counters) n_splits = 1;
-    const uint32_t min_keys = p.n_heads * hd <= kSmallAttentionQDim ? chunk_keys(hd) : kMinKeysPerSplit;
     dim3 grid(p.n_heads, p.rows, n_splits);
     launch_pdl_clustered(attention_kernel<Pairs>, grid, kThreads, smem, dim3(1, 1, in_cluster ? n_splits : 1), a, q,
                          k, v, out, a.workspace->data, p, ri, a.patch, n_splits, a.workspace->counters, min_keys,

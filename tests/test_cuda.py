@@ -37,9 +37,14 @@ SPECS["q8_0_hd128"] = gm.TinySpec("q8_0_hd128", dtype="Q8_0", hidden=256, n_head
 SPECS["q4_0_wide"] = gm.TinySpec("q4_0_wide", dtype="Q4_0", hidden=1024, n_heads=8, n_kv_heads=2, head_dim=128,
                                  ffn=2048, seed=15)
 # The Llama-3.2-1B attention shape (32 heads x 64, GQA groups of 4): on Hopper its decode splits
-# merge inside a thread-block cluster (cuda/attention.cu, cluster_wanted).
+# merge inside a thread-block cluster (cuda/attention_decode.cu, cluster_wanted).
 SPECS["f16_heads32"] = gm.TinySpec("f16_heads32", dtype="F16", hidden=2048, n_layers=1, n_heads=32, n_kv_heads=8,
                                    head_dim=64, seed=16)
+# Wide heads: the decode attention's lanes hold 8 (head_dim 256) and 16 dims (320: lanes 20-31 idle).
+SPECS["f16_hd256"] = gm.TinySpec("f16_hd256", dtype="F16", hidden=512, n_layers=1, n_heads=2, n_kv_heads=1,
+                                 head_dim=256, seed=17)
+SPECS["f16_hd320"] = gm.TinySpec("f16_hd320", dtype="F16", hidden=640, n_layers=1, n_heads=2, n_kv_heads=2,
+                                 head_dim=320, seed=18)
 
 PROMPTS = [
     "Once upon a time, in a small village by the sea, there lived",
@@ -175,16 +180,28 @@ def assert_long_decode_matches(cpu, cuda, n_ctx, steps):
         assert logits[a] - logits[b] < 0.05, (n, a, b, logits[a], logits[b])
 
 
-@pytest.mark.parametrize("name", ["f16_tied", "f16_hd64", "q8_0_hd128", "f16_heads32"])
+@pytest.mark.parametrize("name", ["f16_tied", "f16_hd64", "q8_0_hd128", "f16_heads32", "f16_hd256", "f16_hd320"])
 def test_long_context_attention_matches_cpu(name, pair):
-    """Decode far into the context: split-K attention over ~1000 cached positions (head sizes 16,
-    64 and 128; GQA groups of 2, and 4 with 32 heads, whose splits merge in a cluster on Hopper)."""
+    """Decode far into the context: split-K attention over ~1000 cached positions (head sizes 16 to
+    320; GQA groups of 1, 2 and 4; on Hopper a head's splits merge inside a thread-block cluster)."""
     assert_long_decode_matches(*pair(name), n_ctx=1000, steps=24)
 
 
+@pytest.mark.parametrize("name, switch", [("f16_hd64", "AKUNU_CUDA_ATTN_CLUSTER"), ("f16_hd64", "AKUNU_CUDA_FUSE_ROPE"),
+                                          ("q8_0_hd128", "AKUNU_CUDA_FUSE_ROPE")])
+def test_long_context_attention_variants_match_cpu(name, switch, gguf_dir, monkeypatch):
+    """The same with the splits of head_dim 64 merged through global memory by the last to finish
+    (what GPUs before Hopper run), or with RoPE and the KV write as a command of their own before
+    the decode attention (its plain variant)."""
+    monkeypatch.setenv(switch, "0")
+    path, _ = gm.build_tiny_gguf(SPECS[name], gguf_dir)
+    cpu, cuda = (akunu.Model(str(path), backend=b) for b in ("cpu", "cuda"))
+    assert_long_decode_matches(cpu, cuda, n_ctx=1000, steps=24)
+
+
 def test_splits_longer_than_a_chunk_match_cpu(gguf_dir):
-    """Past n_splits x 128 keys (4 heads: 32 splits) each split of the decode attention walks
-    several staged chunks of K and V, the newest key in its last one."""
+    """Past n_splits x 128 keys (4 heads: 32 splits) each warp of each split of the decode attention
+    walks many steps of K and V, and the newest key ends the last split."""
     path, _ = gm.build_tiny_gguf(SPECS["f16_hd64"], gguf_dir)
     cpu, cuda = (akunu.Model(str(path), backend=b, context_length=4608) for b in ("cpu", "cuda"))
     assert_long_decode_matches(cpu, cuda, n_ctx=4400, steps=8)

@@ -87,13 +87,15 @@ CudaDevice::CudaDevice(int device_index) : device_(device_index) {
     // AKUNU_CUDA_PREFETCH=0 turns off the float GEMVs' early weight prefetch, AKUNU_CUDA_Q16=0 the
     // integer GEMV, AKUNU_CUDA_PDL_LATE=0 its late release of the next kernel,
     // AKUNU_CUDA_GEMV16=0 its 16-warp blocks and AKUNU_CUDA_ATTN_CLUSTER=0 the cluster merge of
-    // decode attention (A/B timing).
+    // decode attention; AKUNU_CUDA_ATTN_MIN_KEYS=n sets decode attention's fewest keys per split
+    // (A/B timing).
     workspace_.pdl = prop.major >= 9 && !switched_off("AKUNU_CUDA_PDL");
     workspace_.prefetch_weights = !switched_off("AKUNU_CUDA_PREFETCH");
     workspace_.integer_gemv = !switched_off("AKUNU_CUDA_Q16");
     workspace_.q16_late_release = !switched_off("AKUNU_CUDA_PDL_LATE");
     workspace_.sixteen_warp_gemv = !switched_off("AKUNU_CUDA_GEMV16");
     workspace_.clusters = prop.major >= 9 && !switched_off("AKUNU_CUDA_ATTN_CLUSTER");
+    if (const char *v = std::getenv("AKUNU_CUDA_ATTN_MIN_KEYS")) workspace_.attention_min_keys = (uint32_t)std::atoi(v);
 }
 
 CudaDevice::~CudaDevice() {

@@ -120,20 +120,10 @@ __device__ __forceinline__ void rotate_head(float (&x)[kDpl], const float *__res
             x[i] *= scale;  // partial rotary: past rope_dim, unrotated
             continue;
         }
-        // Pair index and whether d is its first dim.
-        const uint32_t half = ri.rope_dim / 2;
-        uint32_t pair;
-        bool first;
-        if constexpr (std::is_same<Pairs, Interleaved>::value) {
-            pair = d / 2;
-            first = (d & 1) == 0;
-        } else {
-            pair = d < half ? d : d - half;
-            first = d < half;
-        }
+        const uint32_t pair = Pairs::pair_of(d, ri.rope_dim);
         const float a = stash[Pairs::first(pair, ri.rope_dim)], b = stash[Pairs::second(pair, ri.rope_dim)];
         const float c = cs[i].x, s = cs[i].y;
-        x[i] = first ? (a * c - b * s) * scale : (a * s + b * c) * scale;
+        x[i] = Pairs::is_first(d, ri.rope_dim) ? (a * c - b * s) * scale : (a * s + b * c) * scale;
     }
     __syncwarp();  // the stash is reused
 }
@@ -313,10 +303,9 @@ __global__ void __launch_bounds__(kThreads)
         load_step(ring[1], j_first + kStep);
 #pragma unroll
         for (int i = 0; i < kDpl; ++i) {
-            const uint32_t d = d0 + i, half = ri.rope_dim / 2;
-            const uint32_t pair = std::is_same<Pairs, Interleaved>::value ? d / 2 : (d < half ? d : d - half);
+            const uint32_t d = d0 + i;
             cs[i] = make_float2(1.f, 0.f);
-            if (d < ri.rope_dim) rope_sincos(position, ri.inv_freq[pair], &cs[i].y, &cs[i].x);
+            if (d < ri.rope_dim) rope_sincos(position, ri.inv_freq[Pairs::pair_of(d, ri.rope_dim)], &cs[i].y, &cs[i].x);
         }
     }
     pdl_enter();

@@ -1,5 +1,6 @@
-"""Chain decode for the integer GEMV's clock probes (q16_probe.patch): a 16-token prefill and two
-64-token chunks, twice, so that every probed kernel signature reaches its 700th launch."""
+"""Chain decode for the integer GEMV's clock probes (q16_probe.patch): a 16-token prefill and 64
+chained tokens, twice, so that each probed kernel signature (one per layer and token) reaches its
+700th launch on models of 6 layers or more."""
 import sys
 
 import akunu

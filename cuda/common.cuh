@@ -87,6 +87,13 @@ __device__ __forceinline__ void pdl_release() {
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
+// pdl_wait for a kernel that issues loads before it (weights, which no command writes): ptxas sinks
+// read-only loads below an unconditional griddepcontrol.wait (H100 SASS: ACQBULK before the LDGs), so
+// the wait sits behind a branch on `nonzero`, a kernel argument that is never 0 but that ptxas cannot
+// fold; the loads above it stay in their own basic block, issued while the previous kernel finishes.
+__device__ __forceinline__ void pdl_wait_after_loads(uint32_t nonzero) {
+    if (nonzero != 0) pdl_wait();
+}
 __device__ __forceinline__ void pdl_enter() {
     pdl_wait();
     pdl_release();

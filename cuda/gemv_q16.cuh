@@ -72,8 +72,8 @@ __device__ __forceinline__ float quantize_warp_x(const float *__restrict__ x, co
 
 // Two warp-steps of weights in flight per lane (a ring of registers; four measured slower on an
 // H100, 8B shape tg128 378 -> 368 t/s, one 367), the first two issued before the wait for the
-// previous kernel in the source; ptxas moves them below the wait (H100 SASS of every Q4_0
-// variant, benchmarks/RESULTS.md session 9). kNorm: the input RMSNorm, by linearity as in
+// previous kernel (pdl_wait_after_loads: a plain wait let ptxas move them below it, benchmarks/
+// RESULTS.md sessions 9 and 10). kNorm: the input RMSNorm, by linearity as in
 // gemv.cuh (x * norm_w quantized, the sums scaled by 1 / rms at the end). late_release: let the next kernel launch only after the
 // main loop (its early blocks would take SM room from this one's: 8B shape 378 -> 392 t/s).
 template <class F, int kGroups, int kWarps, bool kNorm>
@@ -102,7 +102,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     Block ring[kDepth][kGroups];
 #pragma unroll
     for (int d = 0; d < kDepth; ++d) load_step(d, ring[d]);
-    pdl_wait();
+    pdl_wait_after_loads(K);  // K > 0: keeps the loads above before the wait (see common.cuh)
     if (!late_release) pdl_release();
 
     uint8_t *mine = reinterpret_cast<uint8_t *>(q16_smem) + (size_t)warp * q16_warp_bytes(steps);

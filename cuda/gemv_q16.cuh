@@ -74,12 +74,15 @@ __device__ __forceinline__ float quantize_warp_x(const float *__restrict__ x, co
 // H100, 8B shape tg128 378 -> 368 t/s, one 367), the first two issued before the wait for the
 // previous kernel (pdl_wait_after_loads: a plain wait let ptxas move them below it, benchmarks/
 // RESULTS.md sessions 9 and 10). kNorm: the input RMSNorm, by linearity as in
-// gemv.cuh (x * norm_w quantized, the sums scaled by 1 / rms at the end). late_release: let the next kernel launch only after the
-// main loop (its early blocks would take SM room from this one's: 8B shape 378 -> 392 t/s).
-template <class F, int kGroups, int kWarps, bool kNorm>
+// gemv.cuh (x * norm_w quantized, the sums scaled by 1 / rms at the end). late_release: let the next
+// kernel launch only after the main loop (its early blocks would take SM room from this one's: 8B
+// shape 378 -> 392 t/s). kGridStride: a grid of one wave walks the n_items items, quantizing x
+// once per block, not once per item, and loading an item's first steps during the previous item's
+// store (short rows, many items: the logits).
+template <class F, int kGroups, int kWarps, bool kNorm, bool kGridStride>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv_g8_q16_kernel(const float *__restrict__ x, float *__restrict__ y, WeightPtrs w, GemmParams p,
-                       uint32_t total_groups, const float *__restrict__ norm_w, bool late_release) {
+                       uint32_t total_groups, uint32_t n_items, const float *__restrict__ norm_w, bool late_release) {
     constexpr int kDepth = 2;
     using Block = G8Block<F::Layout::kQuantBytes / 16>;
     __shared__ float partial[kWarps][kGroups][kG8Rows];
@@ -115,23 +118,34 @@ __global__ void __launch_bounds__(kWarps * 32)
         if (lane == 0) sq_by_warp[warp] = t;  // read after gemv_g8_store's barrier
     }
 
-    float acc[kGroups] = {};
-    for (uint32_t s0 = 0; s0 < my_steps; s0 += kDepth) {
+    for (uint32_t item = blockIdx.x;;) {
+        float acc[kGroups] = {};
+        for (uint32_t s0 = 0; s0 < my_steps; s0 += kDepth) {
 #pragma unroll
-        for (int d = 0; d < kDepth; ++d) {
-            const uint32_t s = s0 + d;
-            if (s < my_steps) {
-                const XQ16Block xb = xq[s * 4 + kq];
-                const float xs = x_scale[s * 4 + kq];
-                const int qs = xq_sum[s * 4 + kq];
+            for (int d = 0; d < kDepth; ++d) {
+                const uint32_t s = s0 + d;
+                if (s < my_steps) {
+                    const XQ16Block xb = xq[s * 4 + kq];
+                    const float xs = x_scale[s * 4 + kq];
+                    const int qs = xq_sum[s * 4 + kq];
 #pragma unroll
-                for (int g = 0; g < kGroups; ++g) acc[g] += F::block_dot_q16(ring[d][g], xb.w, xs, qs);
-                if (s + kDepth < my_steps) load_step(s + kDepth, ring[d]);
+                    for (int g = 0; g < kGroups; ++g) acc[g] += F::block_dot_q16(ring[d][g], xb.w, xs, qs);
+                    if (s + kDepth < my_steps) load_step(s + kDepth, ring[d]);
+                }
             }
         }
+        if (late_release && item == blockIdx.x) pdl_release();
+        const uint32_t next = item + gridDim.x;
+        if (kGridStride && next < n_items) {  // the ring is free: the next item's first steps
+            g8_item_groups<F, kGroups>(w, p, total_groups, next, grp);
+#pragma unroll
+            for (int d = 0; d < kDepth; ++d) load_step(d, ring[d]);
+        }
+        gemv_g8_store<kGroups, kWarps>(acc, 1.0f, y, p, total_groups, item, partial, kNorm ? sq_by_warp : nullptr);
+        if (!kGridStride || next >= n_items) break;
+        __syncthreads();  // partial[] is rewritten by the next item
+        item = next;
     }
-    if (late_release) pdl_release();
-    gemv_g8_store<kGroups, kWarps>(acc, 1.0f, y, p, total_groups, blockIdx.x, partial, kNorm ? sq_by_warp : nullptr);
 }
 
 }  // namespace akunu::cuda

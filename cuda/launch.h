@@ -30,11 +30,13 @@ struct Workspace {
     unsigned *counters = nullptr;  // zeroed at creation; a kernel that counts returns its counter to 0
     uint32_t n_counters = 0;
     int sm_count = 1;
+    uint32_t warp_slots = 64;  // warps resident on the whole GPU at once (SMs x warps per SM)
     bool pdl = false;  // programmatic dependent launch (compute capability >= 9.0)
     bool prefetch_weights = true;  // GEMVs ask L2 for their first weights before waiting (PDL)
     bool integer_gemv = true;      // g8 GEMVs on int16 x and dp2a (cuda/gemv_q16.cuh)
-    bool q16_late_release = true;  // those let the next kernel launch after their main loop
+    bool q16_late_release = true;  // those that fill the GPU let the next kernel launch after their main loop
     bool sixteen_warp_gemv = true;  // small integer-GEMV grids get 16-warp blocks
+    bool q16_grid_stride = true;    // integer GEMVs of many more items than fit at once walk them in one wave
     bool clusters = false;          // thread-block clusters (Hopper): decode attention merges in one
     uint32_t attention_min_keys = 0;  // decode attention's fewest keys per split; 0: its own rule
     size_t l2_bytes = 0;

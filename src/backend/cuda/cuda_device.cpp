@@ -82,18 +82,20 @@ CudaDevice::CudaDevice(int device_index) : device_(device_index) {
     check(cudaMemset(workspace_.counters, 0, kWorkspaceCounters * sizeof(unsigned)), "memset");
     workspace_.n_counters = kWorkspaceCounters;
     workspace_.sm_count = sm_count_;
+    workspace_.warp_slots = (uint32_t)sm_count_ * (uint32_t)(prop.maxThreadsPerMultiProcessor / 32);
     workspace_.l2_bytes = l2_bytes_;
     // Programmatic dependent launch needs Hopper; AKUNU_CUDA_PDL=0 turns it off, as
     // AKUNU_CUDA_PREFETCH=0 turns off the float GEMVs' early weight prefetch, AKUNU_CUDA_Q16=0 the
     // integer GEMV, AKUNU_CUDA_PDL_LATE=0 its late release of the next kernel,
-    // AKUNU_CUDA_GEMV16=0 its 16-warp blocks and AKUNU_CUDA_ATTN_CLUSTER=0 the cluster merge of
-    // decode attention; AKUNU_CUDA_ATTN_MIN_KEYS=n sets decode attention's fewest keys per split
-    // (A/B timing).
+    // AKUNU_CUDA_GEMV16=0 its 16-warp blocks, AKUNU_CUDA_Q16_GRID=0 its one-wave grids and
+    // AKUNU_CUDA_ATTN_CLUSTER=0 the cluster merge of decode attention; AKUNU_CUDA_ATTN_MIN_KEYS=n
+    // sets decode attention's fewest keys per split (A/B timing).
     workspace_.pdl = prop.major >= 9 && !switched_off("AKUNU_CUDA_PDL");
     workspace_.prefetch_weights = !switched_off("AKUNU_CUDA_PREFETCH");
     workspace_.integer_gemv = !switched_off("AKUNU_CUDA_Q16");
     workspace_.q16_late_release = !switched_off("AKUNU_CUDA_PDL_LATE");
     workspace_.sixteen_warp_gemv = !switched_off("AKUNU_CUDA_GEMV16");
+    workspace_.q16_grid_stride = !switched_off("AKUNU_CUDA_Q16_GRID");
     workspace_.clusters = prop.major >= 9 && !switched_off("AKUNU_CUDA_ATTN_CLUSTER");
     if (const char *v = std::getenv("AKUNU_CUDA_ATTN_MIN_KEYS")) workspace_.attention_min_keys = (uint32_t)std::atoi(v);
 }

@@ -153,18 +153,21 @@ void launch_gemv_g8(const LaunchArgs &a, const GemmLaunch &l) {
         }
         auto q16 = warps == 16 ? q16_kernel<F, kNorm, 16>(two) : warps == 8 ? q16_kernel<F, kNorm, 8>(two)
                                                                             : q16_kernel<F, kNorm, 4>(two);
-        // Many more items than fit on the GPU at once (the logits: 8016 blocks at the 1B shape,
-        // 9496 at the Qwen3 shape's 1024-long rows) spend much of a one-item block on quantizing x
-        // and storing: one wave of blocks walks the items, quantizing x once per block (H100 tg128:
-        // Qwen3 shape 1778 -> 1796 t/s, 8B 471 -> 476, 1B equal, 1B Q8_0 1378 -> 1370).
+        // More items than fit on the GPU at once (the logits: 8016 at the 1B shape, 9496 at the
+        // Qwen3 shape's 1024-long rows; the 1B's gate_up: 1024) would run in waves, the last one
+        // partial, and spend much of a one-item block on quantizing x and storing: one wave of
+        // blocks walks the items, each block the same number, quantizing x once per block. H100
+        // tg128 against one-item blocks: Qwen3 shape 1778 -> 1796 t/s, 8B 471 -> 476; the equal
+        // split against full waves walking the items: 1B shape 1875 -> 1919, 1B Q8_0 1364 -> 1385.
         unsigned blocks = items;
         if (two && warps == 8 && a.workspace->q16_grid_stride) {
             auto strided = gemv_g8_q16_kernel<F, 2, 8, kNorm, true>;
             int per_sm = 0;
             if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, strided, 8 * 32, q16_smem(8)) == cudaSuccess &&
-                per_sm > 0 && items >= 2u * (unsigned)per_sm * sm_count) {
+                per_sm > 0 && items > (unsigned)per_sm * sm_count) {
                 q16 = strided;
-                blocks = (unsigned)per_sm * sm_count;
+                const unsigned per_block = ceil_div_u(items, (unsigned)per_sm * sm_count);
+                blocks = ceil_div_u(items, per_block);  // every block walks the same number of items
             }
             cudaGetLastError();
         }

@@ -14,9 +14,9 @@
 //
 // Grid: (n_heads, 1, n_splits). The grid is fixed when a graph is captured, the context is not:
 // each launch uses as many splits as give each at least min_keys keys (the others exit), and the
-// last split of a head to finish merges the splits' (max, sum, accumulator) triples; on Hopper,
-// where it pays, a head's splits form a thread-block cluster and merge through distributed shared
-// memory instead (merge_splits_cluster).
+// last split of a head to finish merges the splits' (max, sum, accumulator) triples; on Hopper a
+// head's splits can form a thread-block cluster and merge through distributed shared memory
+// instead (merge_splits_cluster, opt-in: AKUNU_CUDA_ATTN_CLUSTER=1).
 //
 // The RoPE variant (attention_rope_*_f16kv, RopeAttentionParams) does the RoPE + KV-write
 // command's work too: every warp norms (QK-norm) and rotates its query head straight from qkv; the
@@ -434,10 +434,12 @@ constexpr uint32_t kMinKeysPerSplit = 32;
 constexpr uint32_t kSmallAttentionQDim = 1024;
 constexpr uint32_t kSmallAttentionMinKeys = 128;
 
-// Where the cluster merge pays, measured on an H100 (tg128 t/s in one call, cluster / global merge):
-// head_dim 64, Llama-3.2-1B shape (32 heads, clusters of 9) 1799 / 1766, SmolLM2 (9 heads, 16)
-// 2155 / 2139; not at head_dim 128: Qwen3-0.6B shape (16 heads, 16) 1470 / 1596 (clusters of 8:
-// 1517), Llama-3.1-8B shape (32 heads, 9) 456.5 / 452.8.
+// Where the cluster merge (when switched on) is used. On an H100 it paid at head_dim 64 only
+// (tg128 t/s in one call, cluster / global merge: Llama-3.2-1B shape, 32 heads in clusters of 9,
+// 1799 / 1766; SmolLM2, 9 heads in 16, 2155 / 2139; at head_dim 128 the Qwen3-0.6B shape 1470 /
+// 1596, Llama-3.1-8B 456.5 / 452.8), until the GEMVs around it got faster: since session 10 the
+// global merge wins there too (1B shape 1921 / 2034, 1B Q8_0 1387 / 1479, SmolLM2 2182 / 2195),
+// hence off by default.
 bool cluster_wanted(uint32_t head_dim) { return head_dim <= 64; }
 
 // Whether a grid of `heads` clusters of `size` blocks (over 8: a non-portable size, which

@@ -37,7 +37,7 @@ struct Workspace {
     bool q16_late_release = true;  // those that fill the GPU let the next kernel launch after their main loop
     bool sixteen_warp_gemv = true;  // small integer-GEMV grids get 16-warp blocks
     bool q16_grid_stride = true;    // integer GEMVs of many more items than fit at once walk them in one wave
-    bool clusters = false;          // thread-block clusters (Hopper): decode attention merges in one
+    bool clusters = false;          // thread-block clusters (Hopper, opt-in): decode attention merges in one
     uint32_t attention_min_keys = 0;  // decode attention's fewest keys per split; 0: its own rule
     size_t l2_bytes = 0;
 };

@@ -36,8 +36,8 @@ SPECS["q8_0_hd128"] = gm.TinySpec("q8_0_hd128", dtype="Q8_0", hidden=256, n_head
 # Wide enough (hidden 1024) for the integer decode GEMV of the g8 formats (cuda/gemv_q16.cuh).
 SPECS["q4_0_wide"] = gm.TinySpec("q4_0_wide", dtype="Q4_0", hidden=1024, n_heads=8, n_kv_heads=2, head_dim=128,
                                  ffn=2048, seed=15)
-# The Llama-3.2-1B attention shape (32 heads x 64, GQA groups of 4): on Hopper its decode splits
-# merge inside a thread-block cluster (cuda/attention_decode.cu, cluster_wanted).
+# The Llama-3.2-1B attention shape (32 heads x 64, GQA groups of 4); with AKUNU_CUDA_ATTN_CLUSTER=1 on
+# Hopper its decode splits merge inside a thread-block cluster (cuda/attention_decode.cu).
 SPECS["f16_heads32"] = gm.TinySpec("f16_heads32", dtype="F16", hidden=2048, n_layers=1, n_heads=32, n_kv_heads=8,
                                    head_dim=64, seed=16)
 # Wide heads: the decode attention's lanes hold 8 (head_dim 256) and 16 dims (320: lanes 20-31 idle).
@@ -183,24 +183,26 @@ def assert_long_decode_matches(cpu, cuda, n_ctx, steps):
 @pytest.mark.parametrize("name", ["f16_tied", "f16_hd64", "q8_0_hd128", "f16_heads32", "f16_hd256", "f16_hd320"])
 def test_long_context_attention_matches_cpu(name, pair):
     """Decode far into the context: split-K attention over ~1000 cached positions (head sizes 16 to
-    320; GQA groups of 1, 2 and 4; on Hopper a head's splits merge inside a thread-block cluster)."""
+    320; GQA groups of 1, 2 and 4; the splits of a head merged by the last one to finish)."""
     assert_long_decode_matches(*pair(name), n_ctx=1000, steps=24)
 
 
-@pytest.mark.parametrize("name, switch", [("f16_hd64", "AKUNU_CUDA_ATTN_CLUSTER"), ("f16_hd64", "AKUNU_CUDA_FUSE_ROPE"),
-                                          ("q8_0_hd128", "AKUNU_CUDA_FUSE_ROPE")])
-def test_long_context_attention_variants_match_cpu(name, switch, gguf_dir, monkeypatch):
-    """The same with the splits of head_dim 64 merged through global memory by the last to finish
-    (what GPUs before Hopper run), or with RoPE and the KV write as a command of their own before
-    the decode attention (its plain variant)."""
-    monkeypatch.setenv(switch, "0")
+@pytest.mark.parametrize("name, switch, value", [("f16_hd64", "AKUNU_CUDA_ATTN_CLUSTER", "1"),
+                                                 ("f16_heads32", "AKUNU_CUDA_ATTN_CLUSTER", "1"),
+                                                 ("f16_hd64", "AKUNU_CUDA_FUSE_ROPE", "0"),
+                                                 ("q8_0_hd128", "AKUNU_CUDA_FUSE_ROPE", "0")])
+def test_long_context_attention_variants_match_cpu(name, switch, value, gguf_dir, monkeypatch):
+    """The same with the splits of head_dim 64 merged inside a thread-block cluster through
+    distributed shared memory (opt-in on Hopper; elsewhere the switch changes nothing), or with RoPE
+    and the KV write as a command of their own before the decode attention (its plain variant)."""
+    monkeypatch.setenv(switch, value)
     path, _ = gm.build_tiny_gguf(SPECS[name], gguf_dir)
     cpu, cuda = (akunu.Model(str(path), backend=b) for b in ("cpu", "cuda"))
     assert_long_decode_matches(cpu, cuda, n_ctx=1000, steps=24)
 
 
 def test_splits_of_many_steps_match_cpu(gguf_dir):
-    """At 4400 keys (4 heads: 16 splits in clusters on Hopper, 32 elsewhere) each warp of each split
+    """At 4400 keys (4 heads, 32 splits) each warp of each split
     of the decode attention walks many steps of K and V, and the newest key ends the last split."""
     path, _ = gm.build_tiny_gguf(SPECS["f16_hd64"], gguf_dir)
     cpu, cuda = (akunu.Model(str(path), backend=b, context_length=4608) for b in ("cpu", "cuda"))

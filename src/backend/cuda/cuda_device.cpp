@@ -13,10 +13,14 @@ namespace akunu::cuda {
 
 namespace {
 
-// An A/B timing switch set to "0" in the environment.
+// An A/B timing switch set to "0" / "1" in the environment.
 bool switched_off(const char *name) {
     const char *v = std::getenv(name);
     return v && std::strcmp(v, "0") == 0;
+}
+bool switched_on(const char *name) {
+    const char *v = std::getenv(name);
+    return v && std::strcmp(v, "1") == 0;
 }
 
 void check(cudaError_t e, const char *what) {
@@ -87,16 +91,17 @@ CudaDevice::CudaDevice(int device_index) : device_(device_index) {
     // Programmatic dependent launch needs Hopper; AKUNU_CUDA_PDL=0 turns it off, as
     // AKUNU_CUDA_PREFETCH=0 turns off the float GEMVs' early weight prefetch, AKUNU_CUDA_Q16=0 the
     // integer GEMV, AKUNU_CUDA_PDL_LATE=0 its late release of the next kernel,
-    // AKUNU_CUDA_GEMV16=0 its 16-warp blocks, AKUNU_CUDA_Q16_GRID=0 its one-wave grids and
-    // AKUNU_CUDA_ATTN_CLUSTER=0 the cluster merge of decode attention; AKUNU_CUDA_ATTN_MIN_KEYS=n
-    // sets decode attention's fewest keys per split (A/B timing).
+    // AKUNU_CUDA_GEMV16=0 its 16-warp blocks and AKUNU_CUDA_Q16_GRID=0 its one-wave grids;
+    // AKUNU_CUDA_ATTN_CLUSTER=1 turns on the cluster merge of decode attention (Hopper; off by
+    // default, see cluster_wanted in cuda/attention_decode.cu) and AKUNU_CUDA_ATTN_MIN_KEYS=n sets
+    // its fewest keys per split (A/B timing).
     workspace_.pdl = prop.major >= 9 && !switched_off("AKUNU_CUDA_PDL");
     workspace_.prefetch_weights = !switched_off("AKUNU_CUDA_PREFETCH");
     workspace_.integer_gemv = !switched_off("AKUNU_CUDA_Q16");
     workspace_.q16_late_release = !switched_off("AKUNU_CUDA_PDL_LATE");
     workspace_.sixteen_warp_gemv = !switched_off("AKUNU_CUDA_GEMV16");
     workspace_.q16_grid_stride = !switched_off("AKUNU_CUDA_Q16_GRID");
-    workspace_.clusters = prop.major >= 9 && !switched_off("AKUNU_CUDA_ATTN_CLUSTER");
+    workspace_.clusters = prop.major >= 9 && switched_on("AKUNU_CUDA_ATTN_CLUSTER");
     if (const char *v = std::getenv("AKUNU_CUDA_ATTN_MIN_KEYS")) workspace_.attention_min_keys = (uint32_t)std::atoi(v);
 }
 

@@ -73,12 +73,12 @@ __device__ __forceinline__ float quantize_warp_x(const float *__restrict__ x, co
 // Two warp-steps of weights in flight per lane (a ring of registers; four measured slower on an
 // H100, 8B shape tg128 378 -> 368 t/s, one 367), the first two issued before the wait for the
 // previous kernel (pdl_wait_after_loads: a plain wait let ptxas move them below it, benchmarks/
-// RESULTS.md sessions 9 and 10). kNorm: the input RMSNorm, by linearity as in
-// gemv.cuh (x * norm_w quantized, the sums scaled by 1 / rms at the end). late_release: let the next
-// kernel launch only after the main loop (its early blocks would take SM room from this one's: 8B
-// shape 378 -> 392 t/s). kGridStride: a grid of one wave walks the n_items items, quantizing x
-// once per block, not once per item, and loading an item's first steps during the previous item's
-// store (short rows, many items: the logits).
+// RESULTS.md sessions 9 and 10). kNorm: the input RMSNorm, by linearity as in gemv.cuh (x * norm_w
+// quantized, the sums scaled by 1 / rms at the end). late_release: let the next kernel launch only
+// after the main loop (its early blocks would take SM room from this one's: 8B shape 378 -> 392
+// t/s). kGridStride: a grid of one wave walks the n_items items, quantizing x once per block, not
+// once per item, and loading an item's first steps during the previous item's store (more items
+// than fit on the GPU at once: the logits).
 template <class F, int kGroups, int kWarps, bool kNorm, bool kGridStride>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv_g8_q16_kernel(const float *__restrict__ x, float *__restrict__ y, WeightPtrs w, GemmParams p,
@@ -105,7 +105,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     Block ring[kDepth][kGroups];
 #pragma unroll
     for (int d = 0; d < kDepth; ++d) load_step(d, ring[d]);
-    pdl_wait_after_loads(K);  // K > 0: keeps the loads above before the wait (see common.cuh)
+    pdl_wait_after_loads(K);  // K > 0; the loads above stay before the wait (see common.cuh)
     if (!late_release) pdl_release();
 
     uint8_t *mine = reinterpret_cast<uint8_t *>(q16_smem) + (size_t)warp * q16_warp_bytes(steps);

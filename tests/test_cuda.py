@@ -202,8 +202,8 @@ def test_long_context_attention_variants_match_cpu(name, switch, value, gguf_dir
 
 
 def test_splits_of_many_steps_match_cpu(gguf_dir):
-    """At 4400 keys (4 heads, 32 splits) each warp of each split
-    of the decode attention walks many steps of K and V, and the newest key ends the last split."""
+    """At 4400 keys (4 heads, 32 splits) each warp of each split of the decode attention walks many
+    steps of K and V, and the newest key ends the last split."""
     path, _ = gm.build_tiny_gguf(SPECS["f16_hd64"], gguf_dir)
     cpu, cuda = (akunu.Model(str(path), backend=b, context_length=4608) for b in ("cpu", "cuda"))
     assert_long_decode_matches(cpu, cuda, n_ctx=4400, steps=8)

@@ -273,6 +273,17 @@ def _gelu_tanh(g):
 @pytest.mark.parametrize("n_rows, k", [(37, 512), (300, 1024), (300, 2048), (4000, 2048)])
 @pytest.mark.parametrize("norm, activation", [(True, ""), (True, "silu"), (False, "silu"), (True, "gelu_tanh")])
 def test_fused_gemv_matches_float64(name, n_rows, k, norm, activation):
+    _fused_gemv_case(name, n_rows, k, norm, activation)
+
+
+@pytest.mark.parametrize("name", ["Q4_0", "Q4_1", "Q8_0"])
+def test_fused_gemv_walking_items_matches_float64(name):
+    # 9000 gated rows: 1125 items, more than an H100 holds at once, so one wave of integer-GEMV
+    # blocks walks them (2 items each but the last), each block's x normed and quantized once.
+    _fused_gemv_case(name, 9000, 1024, True, "silu")
+
+
+def _fused_gemv_case(name, n_rows, k, norm, activation):
     rng = np.random.default_rng(n_rows + k + len(name))
     parts = 2 if activation else 1
     make = random_weights if name in FLOAT_DTYPES else random_block_weights

@@ -167,7 +167,7 @@ void launch_gemv_g8(const LaunchArgs &a, const GemmLaunch &l) {
                 per_sm > 0 && items > (unsigned)per_sm * sm_count) {
                 q16 = strided;
                 const unsigned per_block = ceil_div_u(items, (unsigned)per_sm * sm_count);
-                blocks = ceil_div_u(items, per_block);  // every block walks the same number of items
+                blocks = ceil_div_u(items, per_block);  // per_block items each, the last block maybe fewer
             }
             cudaGetLastError();
         }

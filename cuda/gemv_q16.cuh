@@ -78,7 +78,7 @@ __device__ __forceinline__ float quantize_warp_x(const float *__restrict__ x, co
 // after the main loop (its early blocks would take SM room from this one's: 8B shape 378 -> 392
 // t/s). kGridStride: a grid of one wave walks the n_items items, quantizing x once per block, not
 // once per item, and loading an item's first steps during the previous item's store (more items
-// than fit on the GPU at once: the logits).
+// than fit on the GPU at once: the logits, the larger gate_ups).
 template <class F, int kGroups, int kWarps, bool kNorm, bool kGridStride>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv_g8_q16_kernel(const float *__restrict__ x, float *__restrict__ y, WeightPtrs w, GemmParams p,

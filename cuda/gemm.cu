@@ -159,6 +159,7 @@ void launch_gemv_g8(const LaunchArgs &a, const GemmLaunch &l) {
         // blocks walks the items, each block the same number, quantizing x once per block. H100
         // tg128 against one-item blocks: Qwen3 shape 1778 -> 1796 t/s, 8B 471 -> 476; the equal
         // split against full waves walking the items: 1B shape 1875 -> 1919, 1B Q8_0 1364 -> 1385.
+        // (Grids that large are two-group, 8-warp ones: 16 warps go to small grids only.)
         unsigned blocks = items;
         if (two && warps == 8 && a.workspace->q16_grid_stride) {
             auto strided = gemv_g8_q16_kernel<F, 2, 8, kNorm, true>;

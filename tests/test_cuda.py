@@ -278,8 +278,8 @@ def test_fused_gemv_matches_float64(name, n_rows, k, norm, activation):
 
 @pytest.mark.parametrize("name", ["Q4_0", "Q4_1", "Q8_0"])
 def test_fused_gemv_walking_items_matches_float64(name):
-    # 9000 gated rows: 1125 items, more than an H100 holds at once, so one wave of integer-GEMV
-    # blocks walks them (2 items each but the last), each block's x normed and quantized once.
+    # 9000 gated rows: 1125 items, more than an H100 holds at once (at most 8 blocks of 8 warps per
+    # SM), so one wave of integer-GEMV blocks walks them, each block's x normed and quantized once.
     _fused_gemv_case(name, 9000, 1024, True, "silu")
 
 

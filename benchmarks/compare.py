@@ -438,13 +438,15 @@ def main(argv=None) -> int:
     md = render_markdown(report)
     (out_dir / f"{stem}.md").write_text(md)
     (out_dir / f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n")
+    written = "md,json"
     try:
         render_chart(report, out_dir / f"{stem}.png")
+        written += ",png"
     except ImportError:
         print("matplotlib is missing (pip install matplotlib): no chart", file=sys.stderr)
     print()
     print(md)
-    print(f"wrote {out_dir / stem}.{{md,json,png}}; worker logs in {log_dir}")
+    print(f"wrote {out_dir / stem}.{{{written}}}; worker logs in {log_dir}")
     return 0 if all("error" not in m for m in models_out) else 1
 
 

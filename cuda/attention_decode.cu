@@ -12,7 +12,8 @@
 // 1454 -> 1652 t/s, Llama-3.2-1B shape 1689 -> 1808, Llama-3.1-8B shape 433 -> 457, SmolLM2 1890 ->
 // 2163.
 //
-// Grid: (n_heads, 1, n_splits). The grid is fixed when a graph is captured, the context is not:
+// Grid: (n_heads, 1, n_splits), blocks of 4, 8 or 16 warps by head_dim (launch_decode_warps).
+// The grid is fixed when a graph is captured, the context is not:
 // each launch uses as many splits as give each at least min_keys keys (the others exit), and the
 // last split of a head to finish merges the splits' (max, sum, accumulator) triples; on Hopper a
 // head's splits can form a thread-block cluster and merge through distributed shared memory
@@ -36,8 +37,6 @@ namespace akunu::cuda {
 
 namespace {
 
-constexpr int kWarps = 4;
-constexpr int kThreads = kWarps * 32;
 constexpr int kMaxSplits = 32;
 constexpr uint32_t kMaxClusterSplits = 16;  // splits of a head merged inside a thread-block cluster
 
@@ -135,7 +134,7 @@ __device__ __forceinline__ void rotate_head(float (&x)[kDpl], const float *__res
 template <class Load>
 __device__ __forceinline__ void merge_splits(Load load, float *__restrict__ out, uint32_t hd, uint32_t active) {
     constexpr uint32_t kAtOnce = 16;
-    for (uint32_t d = threadIdx.x; d < hd; d += kThreads) {
+    for (uint32_t d = threadIdx.x; d < hd; d += blockDim.x) {
         float M = -INFINITY, L = 0.f, t = 0.f;
         for (uint32_t s0 = 0; s0 < active; s0 += kAtOnce) {
             float m[kAtOnce], l[kAtOnce], a[kAtOnce];
@@ -243,9 +242,9 @@ __device__ __forceinline__ void warp_scores(const float (&q)[kDpl], const RowSli
     }
 }
 
-// kDpl: head dims per lane (head_dim <= 32 kDpl); kB: keys per warp per step.
-template <class Pairs, int kDpl, int kB>
-__global__ void __launch_bounds__(kThreads)
+// kDpl: head dims per lane (head_dim <= 32 kDpl); kB: keys per warp per step; kWarps: warps per block.
+template <class Pairs, int kDpl, int kB, int kWarps>
+__global__ void __launch_bounds__(kWarps * 32)
     attention_decode_kernel(const float *__restrict__ q_all, __half *__restrict__ k_cache, __half *__restrict__ v_cache,
                             float *__restrict__ out, float *__restrict__ partial, AttentionParams p, RopeInputs ri,
                             PatchContext pc, uint32_t n_splits, unsigned *__restrict__ done_splits,
@@ -389,7 +388,7 @@ __global__ void __launch_bounds__(kThreads)
     };
     if (active == 1) {
         const float inv = 1.0f / L;
-        for (uint32_t d = threadIdx.x; d < hd; d += kThreads) out[(size_t)h * hd + d] = block_acc(d) * inv;
+        for (uint32_t d = threadIdx.x; d < hd; d += kWarps * 32) out[(size_t)h * hd + d] = block_acc(d) * inv;
         return;
     }
     // The split's (m, l, accumulator): in this block's shared memory for the cluster merge (after
@@ -399,7 +398,7 @@ __global__ void __launch_bounds__(kThreads)
         res[0] = M;
         res[1] = L;
     }
-    for (uint32_t d = threadIdx.x; d < hd; d += kThreads) res[2 + d] = block_acc(d);
+    for (uint32_t d = threadIdx.x; d < hd; d += kWarps * 32) res[2 + d] = block_acc(d);
     if (in_cluster) {
         merge_splits_cluster(res, out + (size_t)h * hd, hd, active);
         return;
@@ -446,7 +445,7 @@ bool cluster_wanted(uint32_t head_dim) { return head_dim <= 64; }
 // Hopper allows) of `kernel` can run: the binary this device runs has the merge (built for
 // sm_90 or later), and each cluster fits the SMs of one GPC at once.
 template <typename Kernel>
-bool cluster_fits(Kernel kernel, uint32_t heads, uint32_t size, size_t smem) {
+bool cluster_fits(Kernel kernel, uint32_t threads, uint32_t heads, uint32_t size, size_t smem) {
     cudaFuncAttributes fa{};
     if (cudaFuncGetAttributes(&fa, kernel) != cudaSuccess || fa.binaryVersion < 90) {
         cudaGetLastError();
@@ -458,7 +457,7 @@ bool cluster_fits(Kernel kernel, uint32_t heads, uint32_t size, size_t smem) {
     }
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = dim3(heads, 1, size);
-    cfg.blockDim = dim3(kThreads);
+    cfg.blockDim = dim3(threads);
     cfg.dynamicSmemBytes = smem;
     cudaLaunchAttribute attr;
     attr.id = cudaLaunchAttributeClusterDimension;
@@ -473,19 +472,23 @@ bool cluster_fits(Kernel kernel, uint32_t heads, uint32_t size, size_t smem) {
     return ok;
 }
 
-template <class Pairs, int kDpl, int kB>
+template <class Pairs, int kDpl, int kB, int kWarps>
 void launch_decode(const LaunchArgs &a, const AttentionParams &p, const RopeInputs &ri) {
-    const auto kernel = attention_decode_kernel<Pairs, kDpl, kB>;
+    const auto kernel = attention_decode_kernel<Pairs, kDpl, kB, kWarps>;
     const uint32_t hd = p.head_dim;
     const size_t smem = (size_t)kWarps * (2 * hd + 2) * sizeof(float);
     uint32_t min_keys = p.n_heads * hd <= kSmallAttentionQDim ? kSmallAttentionMinKeys : kMinKeysPerSplit;
+    // A block of 8 or 16 warps takes at least the keys of its two register steps per warp, all
+    // loaded before the wait (launch_decode_warps).
+    if (kWarps > 4) min_keys = 2u * kB * kWarps;
     if (a.workspace->attention_min_keys) min_keys = a.workspace->attention_min_keys;
     // Enough (head, split) blocks to fill the chip twice, within the workspace; on Hopper a head's
     // splits merge inside a cluster when they fit one.
     uint32_t n_splits = std::min<uint32_t>(kMaxSplits, ceil_div_u(2u * a.workspace->sm_count, p.n_heads));
     bool in_cluster = false;
     const uint32_t cluster = std::min(n_splits, kMaxClusterSplits);
-    if (a.workspace->clusters && cluster > 1 && cluster_wanted(hd) && cluster_fits(kernel, p.n_heads, cluster, smem)) {
+    if (a.workspace->clusters && cluster > 1 && cluster_wanted(hd) &&
+        cluster_fits(kernel, kWarps * 32, p.n_heads, cluster, smem)) {
         n_splits = cluster;
         in_cluster = true;
     }
@@ -497,20 +500,37 @@ void launch_decode(const LaunchArgs &a, const AttentionParams &p, const RopeInpu
     auto *k = reinterpret_cast<__half *>(a.buffers[1]);
     auto *v = reinterpret_cast<__half *>(a.buffers[2]);
     auto *out = reinterpret_cast<float *>(a.buffers[3]);
-    launch_pdl_clustered(kernel, dim3(p.n_heads, 1, n_splits), kThreads, smem, dim3(1, 1, in_cluster ? n_splits : 1), a,
-                         q, k, v, out, a.workspace->data, p, ri, a.patch, n_splits, a.workspace->counters, min_keys,
+    launch_pdl_clustered(kernel, dim3(p.n_heads, 1, n_splits), kWarps * 32, smem, dim3(1, 1, in_cluster ? n_splits : 1),
+                         a, q, k, v, out, a.workspace->data, p, ri, a.patch, n_splits, a.workspace->counters, min_keys,
                          in_cluster);
+}
+
+// Warps per block. More warps hold more keys in registers before the wait (two steps of kB keys
+// each), and with min_keys set to that, tg128's contexts (16-144 keys) run one split per head: no
+// merge round trip through L2. H100 tg128 t/s, one call each, blocks of 4 / 8 / 16 warps: head_dim
+// 128: Llama-3.1-8B shape 489 / 489 / 502, Qwen3-0.6B shape 1909 / 1932 / 1928; head_dim 64:
+// Llama-3.2-1B shape 2094 / 2141 / 2050, SmolLM2 2193 / 2224 / 2144. Wider heads keep 4 (their
+// registers would not leave room for more). AKUNU_CUDA_ATTN_WARPS=4/8/16 overrides (A/B timing).
+template <class Pairs, int kDpl, int kB>
+void launch_decode_warps(const LaunchArgs &a, const AttentionParams &p, const RopeInputs &ri) {
+    uint32_t warps = a.workspace->attention_warps;
+    if (warps == 0) warps = kDpl == 4 ? 16 : kDpl == 2 ? 8 : 4;
+    if constexpr (kDpl <= 4) {  // head_dim <= 128 (wider heads: too many registers for more warps)
+        if (warps >= 16) return launch_decode<Pairs, kDpl, kB, 16>(a, p, ri);
+        if (warps >= 8) return launch_decode<Pairs, kDpl, kB, 8>(a, p, ri);
+    }
+    return launch_decode<Pairs, kDpl, kB, 4>(a, p, ri);
 }
 
 // Head dims per lane: the fewest that cover head_dim with 32 lanes; keys per warp step: ~32 / dims.
 template <class Pairs>
 void launch_for_head_dim(const LaunchArgs &a, const AttentionParams &p, const RopeInputs &ri) {
     const uint32_t hd = p.head_dim;
-    if (hd <= 64) return launch_decode<Pairs, 2, 8>(a, p, ri);
-    if (hd <= 128) return launch_decode<Pairs, 4, 4>(a, p, ri);
-    if (hd <= 256) return launch_decode<Pairs, 8, 4>(a, p, ri);
-    if (hd <= 512) return launch_decode<Pairs, 16, 2>(a, p, ri);
-    return launch_decode<Pairs, 32, 1>(a, p, ri);
+    if (hd <= 64) return launch_decode_warps<Pairs, 2, 8>(a, p, ri);
+    if (hd <= 128) return launch_decode_warps<Pairs, 4, 4>(a, p, ri);
+    if (hd <= 256) return launch_decode_warps<Pairs, 8, 4>(a, p, ri);
+    if (hd <= 512) return launch_decode_warps<Pairs, 16, 2>(a, p, ri);
+    return launch_decode_warps<Pairs, 32, 1>(a, p, ri);
 }
 
 template <class Pairs>

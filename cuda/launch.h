@@ -39,6 +39,7 @@ struct Workspace {
     bool q16_grid_stride = true;    // integer GEMVs of many more items than fit at once walk them in one wave
     bool clusters = false;          // thread-block clusters (Hopper, opt-in): decode attention merges in one
     uint32_t attention_min_keys = 0;  // decode attention's fewest keys per split; 0: its own rule
+    uint32_t attention_warps = 0;     // warps per decode-attention block (4, 8, 16); 0: its own rule
     size_t l2_bytes = 0;
 };
 

@@ -190,20 +190,28 @@ def test_long_context_attention_matches_cpu(name, pair):
 @pytest.mark.parametrize("name, switch, value", [("f16_hd64", "AKUNU_CUDA_ATTN_CLUSTER", "1"),
                                                  ("f16_heads32", "AKUNU_CUDA_ATTN_CLUSTER", "1"),
                                                  ("f16_hd64", "AKUNU_CUDA_FUSE_ROPE", "0"),
-                                                 ("q8_0_hd128", "AKUNU_CUDA_FUSE_ROPE", "0")])
+                                                 ("q8_0_hd128", "AKUNU_CUDA_FUSE_ROPE", "0"),
+                                                 ("f16_hd64", "AKUNU_CUDA_ATTN_WARPS", "4"),
+                                                 ("f16_hd64", "AKUNU_CUDA_ATTN_WARPS", "16"),
+                                                 ("q8_0_hd128", "AKUNU_CUDA_ATTN_WARPS", "4"),
+                                                 ("q8_0_hd128", "AKUNU_CUDA_ATTN_WARPS", "8")])
 def test_long_context_attention_variants_match_cpu(name, switch, value, gguf_dir, monkeypatch):
     """The same with the splits of head_dim 64 merged inside a thread-block cluster through
-    distributed shared memory (opt-in on Hopper; elsewhere the switch changes nothing), or with RoPE
-    and the KV write as a command of their own before the decode attention (its plain variant)."""
+    distributed shared memory (opt-in on Hopper; elsewhere the switch changes nothing), with RoPE
+    and the KV write as a command of their own before the decode attention (its plain variant), or
+    with decode-attention blocks of another warp count than head_dim's default (4, 8 or 16 warps)."""
     monkeypatch.setenv(switch, value)
     path, _ = gm.build_tiny_gguf(SPECS[name], gguf_dir)
     cpu, cuda = (akunu.Model(str(path), backend=b) for b in ("cpu", "cuda"))
     assert_long_decode_matches(cpu, cuda, n_ctx=1000, steps=24)
 
 
-def test_splits_of_many_steps_match_cpu(gguf_dir):
-    """At 4400 keys (4 heads, 32 splits) each warp of each split of the decode attention walks many
-    steps of K and V, and the newest key ends the last split."""
+@pytest.mark.parametrize("warps", ["4", "8"])
+def test_splits_of_many_steps_match_cpu(warps, gguf_dir, monkeypatch):
+    """At 4400 keys (4 heads, 32 splits) each warp of each split of the decode attention walks
+    several steps of K and V (blocks of 4 warps: ~5, of 8, head_dim 64's default: ~3), and the
+    newest key ends the last split."""
+    monkeypatch.setenv("AKUNU_CUDA_ATTN_WARPS", warps)
     path, _ = gm.build_tiny_gguf(SPECS["f16_hd64"], gguf_dir)
     cpu, cuda = (akunu.Model(str(path), backend=b, context_length=4608) for b in ("cpu", "cuda"))
     assert_long_decode_matches(cpu, cuda, n_ctx=4400, steps=8)

@@ -93,8 +93,8 @@ CudaDevice::CudaDevice(int device_index) : device_(device_index) {
     // integer GEMV, AKUNU_CUDA_PDL_LATE=0 its late release of the next kernel,
     // AKUNU_CUDA_GEMV16=0 its 16-warp blocks and AKUNU_CUDA_Q16_GRID=0 its one-wave grids;
     // AKUNU_CUDA_ATTN_CLUSTER=1 turns on the cluster merge of decode attention (Hopper; off by
-    // default, see cluster_wanted in cuda/attention_decode.cu) and AKUNU_CUDA_ATTN_MIN_KEYS=n sets
-    // its fewest keys per split (A/B timing).
+    // default, see cluster_wanted in cuda/attention_decode.cu), AKUNU_CUDA_ATTN_MIN_KEYS=n sets
+    // its fewest keys per split and AKUNU_CUDA_ATTN_WARPS=4/8/16 its warps per block (A/B timing).
     workspace_.pdl = prop.major >= 9 && !switched_off("AKUNU_CUDA_PDL");
     workspace_.prefetch_weights = !switched_off("AKUNU_CUDA_PREFETCH");
     workspace_.integer_gemv = !switched_off("AKUNU_CUDA_Q16");
@@ -103,6 +103,7 @@ CudaDevice::CudaDevice(int device_index) : device_(device_index) {
     workspace_.q16_grid_stride = !switched_off("AKUNU_CUDA_Q16_GRID");
     workspace_.clusters = prop.major >= 9 && switched_on("AKUNU_CUDA_ATTN_CLUSTER");
     if (const char *v = std::getenv("AKUNU_CUDA_ATTN_MIN_KEYS")) workspace_.attention_min_keys = (uint32_t)std::atoi(v);
+    if (const char *v = std::getenv("AKUNU_CUDA_ATTN_WARPS")) workspace_.attention_warps = (uint32_t)std::atoi(v);
 }
 
 CudaDevice::~CudaDevice() {

@@ -102,48 +102,32 @@ struct G8Block {
     uint32_t scales;
 };
 
-#ifndef AKUNU_CUDA_WEIGHT_EVICT_FIRST
-#define AKUNU_CUDA_WEIGHT_EVICT_FIRST 1
-#endif
 // Streamed weights are read once per token: loaded with an L2 evict-first policy, so the weights
 // passing through L2 (4.2 GB per 8B-shape token) do not push out what is read again soon, on a
 // kernel's critical path right after its wait (norm weights, activations, the KV cache). H100
 // tg128 t/s, plain loads / evict-first, one call: Llama-3.1-8B shape 484 / 489, Llama-3.2-1B
 // shape 2042 / 2093, its Q8_0 1479 / 1511 (with the 256-byte L2 prefetch hint on top: no gain).
-// AKUNU_CUDA_WEIGHT_EVICT_FIRST=0 at build time restores plain loads.
 __device__ __forceinline__ uint64_t l2_evict_first_policy() {
     uint64_t policy;
     asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
     return policy;
 }
 __device__ __forceinline__ uint4 ldg_stream(const uint4 *p, uint64_t policy) {
-#if AKUNU_CUDA_WEIGHT_EVICT_FIRST
     uint4 v;
     asm("ld.global.nc.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
         : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
         : "l"(p), "l"(policy));
     return v;
-#else
-    return __ldg(p);
-#endif
 }
 __device__ __forceinline__ uint32_t ldg_stream(const uint32_t *p, uint64_t policy) {
-#if AKUNU_CUDA_WEIGHT_EVICT_FIRST
     uint32_t v;
     asm("ld.global.nc.L2::cache_hint.u32 %0, [%1], %2;" : "=r"(v) : "l"(p), "l"(policy));
     return v;
-#else
-    return __ldg(p);
-#endif
 }
 __device__ __forceinline__ uint32_t ldg_stream(const unsigned short *p, uint64_t policy) {
-#if AKUNU_CUDA_WEIGHT_EVICT_FIRST
     unsigned short v;
     asm("ld.global.nc.L2::cache_hint.u16 %0, [%1], %2;" : "=h"(v) : "l"(p), "l"(policy));
     return v;
-#else
-    return __ldg(p);
-#endif
 }
 
 template <class F>

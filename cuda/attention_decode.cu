@@ -12,12 +12,12 @@
 // 1454 -> 1652 t/s, Llama-3.2-1B shape 1689 -> 1808, Llama-3.1-8B shape 433 -> 457, SmolLM2 1890 ->
 // 2163.
 //
-// Grid: (n_heads, 1, n_splits), blocks of 4, 8 or 16 warps by head_dim (launch_decode_warps).
-// The grid is fixed when a graph is captured, the context is not:
-// each launch uses as many splits as give each at least min_keys keys (the others exit), and the
-// last split of a head to finish merges the splits' (max, sum, accumulator) triples; on Hopper a
-// head's splits can form a thread-block cluster and merge through distributed shared memory
-// instead (merge_splits_cluster, opt-in: AKUNU_CUDA_ATTN_CLUSTER=1).
+// Grid: (n_heads, 1, n_splits), blocks of 4, 8 or 16 warps by head_dim (launch_decode_warps). The
+// grid is fixed when a graph is captured, the context is not: each launch uses as many splits as
+// give each at least min_keys keys (the others exit), and the last split of a head to finish merges
+// the splits' (max, sum, accumulator) triples; on Hopper a head's splits can form a thread-block
+// cluster and merge through distributed shared memory instead (merge_splits_cluster, opt-in:
+// AKUNU_CUDA_ATTN_CLUSTER=1).
 //
 // The RoPE variant (attention_rope_*_f16kv, RopeAttentionParams) does the RoPE + KV-write
 // command's work too: every warp norms (QK-norm) and rotates its query head straight from qkv; the

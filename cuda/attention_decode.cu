@@ -424,8 +424,9 @@ __global__ void __launch_bounds__(kWarps * 32)
     }
 }
 
-// Fewest keys per split of a decode head. A split costs the head's merge (an atomic and a round of
-// loads, or the cluster's barriers), so short contexts use few; where a layer's whole attention is
+// Fewest keys per split of a decode head in blocks of 4 warps (8 and 16 take the keys their
+// registers hold, launch_decode). A split costs the head's merge (an atomic and a round of loads,
+// or the cluster's barriers), so short contexts use few; where a layer's whole attention is
 // small (n_heads x head_dim <= 1024, SmolLM2) tg128 runs one block per head with no merge. H100
 // tg128 t/s in one call, at least 16 / 32 keys: Qwen3-0.6B shape 1534 / 1586, Llama-3.2-1B shape
 // 1765 / 1808, Llama-3.1-8B shape 453 / 455; SmolLM2 at 128 / 32: 2131 / 2016.

@@ -478,10 +478,11 @@ void launch_decode(const LaunchArgs &a, const AttentionParams &p, const RopeInpu
     const auto kernel = attention_decode_kernel<Pairs, kDpl, kB, kWarps>;
     const uint32_t hd = p.head_dim;
     const size_t smem = (size_t)kWarps * (2 * hd + 2) * sizeof(float);
-    uint32_t min_keys = p.n_heads * hd <= kSmallAttentionQDim ? kSmallAttentionMinKeys : kMinKeysPerSplit;
     // A block of 8 or 16 warps takes at least the keys of its two register steps per warp, all
-    // loaded before the wait (launch_decode_warps).
-    if (kWarps > 4) min_keys = 2u * kB * kWarps;
+    // loaded before the wait (launch_decode_warps); blocks of 4 follow kMinKeysPerSplit's rule.
+    uint32_t min_keys = kWarps > 4 ? 2u * kB * kWarps
+                        : p.n_heads * hd <= kSmallAttentionQDim ? kSmallAttentionMinKeys
+                        : kMinKeysPerSplit;
     if (a.workspace->attention_min_keys) min_keys = a.workspace->attention_min_keys;
     // Enough (head, split) blocks to fill the chip twice, within the workspace; on Hopper a head's
     // splits merge inside a cluster when they fit one.

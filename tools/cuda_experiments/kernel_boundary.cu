@@ -36,12 +36,14 @@ __global__ void grid_barriers(unsigned *counter, int n) {
     }
 }
 
-float time_graph(cudaGraphExec_t exec, cudaStream_t s, int reps) {
+// Milliseconds that the work `enqueue` puts on stream s takes on the GPU.
+template <typename Enqueue>
+float time_ms(cudaStream_t s, Enqueue enqueue) {
     cudaEvent_t e0, e1;
     cudaEventCreate(&e0);
     cudaEventCreate(&e1);
     cudaEventRecord(e0, s);
-    for (int r = 0; r < reps; ++r) cudaGraphLaunch(exec, s);
+    enqueue();
     cudaEventRecord(e1, s);
     cudaEventSynchronize(e1);
     float ms = 0.f;
@@ -83,9 +85,12 @@ int main() {
                 }
                 cudaStreamEndCapture(s, &graph);
                 cudaGraphInstantiate(&exec, graph, 0);
-                time_graph(exec, s, 3);  // warm-up
                 const int reps = 20;
-                const float ms = time_graph(exec, s, reps);
+                const auto replay = [&](int n) {
+                    for (int r = 0; r < n; ++r) cudaGraphLaunch(exec, s);
+                };
+                time_ms(s, [&] { replay(3); });  // warm-up
+                const float ms = time_ms(s, [&] { replay(reps); });
                 std::printf("graph of %d kernels, %d blocks x %d threads, PDL %s: %.2f us per kernel\n", kBoundaries,
                             sms * per_sm, threads, pdl ? "on " : "off", ms * 1000.f / (reps * kBoundaries));
                 cudaGraphExecDestroy(exec);
@@ -93,23 +98,13 @@ int main() {
             }
 
     for (int per_sm : {1, 2, 4}) {
-        for (int run = 0; run < 2; ++run) {  // the first run warms up
-            cudaMemsetAsync(counter, 0, sizeof(unsigned), s);
-            cudaEvent_t e0, e1;
-            cudaEventCreate(&e0);
-            cudaEventCreate(&e1);
-            cudaEventRecord(e0, s);
-            grid_barriers<<<sms * per_sm, 256, 0, s>>>(counter, kBoundaries);
-            cudaEventRecord(e1, s);
-            cudaEventSynchronize(e1);
-            float ms = 0.f;
-            cudaEventElapsedTime(&ms, e0, e1);
-            if (run == 1)
-                std::printf("one kernel, %d grid barriers, %d blocks x 256 threads: %.2f us per barrier\n", kBoundaries,
-                            sms * per_sm, ms * 1000.f / kBoundaries);
-            cudaEventDestroy(e0);
-            cudaEventDestroy(e1);
-        }
+        const auto barriers = [&] { grid_barriers<<<sms * per_sm, 256, 0, s>>>(counter, kBoundaries); };
+        cudaMemsetAsync(counter, 0, sizeof(unsigned), s);
+        time_ms(s, barriers);  // warm-up
+        cudaMemsetAsync(counter, 0, sizeof(unsigned), s);
+        const float ms = time_ms(s, barriers);
+        std::printf("one kernel, %d grid barriers, %d blocks x 256 threads: %.2f us per barrier\n", kBoundaries,
+                    sms * per_sm, ms * 1000.f / kBoundaries);
     }
     const cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) {

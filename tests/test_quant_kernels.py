@@ -5,7 +5,8 @@ Goes through the test hooks in src/python/bind_kernels.cpp:
   _core._gemm(dtype_name, w_raw: bytes, n_rows, k, x: float32[M, K], repacked=False, row_chunk=0)
       -> float32[M, N]
   _core._dequantize_repacked(dtype_name, raw: bytes, n_rows, k) -> float32[n_rows * k]
-(repacked: the load-time "r8" layout the CPU device uses for Q4_0 / Q4_1 / Q8_0, see repack_weights.)
+(repacked: the load-time layout the CPU device uses for Q4_0 / Q4_1 / Q8_0, see repack_weights: "r8", or
+"r16" on builds for AVX-512 VNNI, whose activations are quantized differently: quantize_act_q8x2_reference.)
 
 The group-scaled dtypes (Q5_0, Q5_1, IQ4_NL and the 256-element superblocks Q2_K .. Q6_K, IQ4_XS;
 src/backend/cpu/kquant_kernels.cpp) run the same tests: random blocks, whose every byte (every
@@ -117,6 +118,17 @@ def quantize_act_reference(x):
     return (q.astype(np.float64) * d.astype(np.float64)).reshape(x.shape)
 
 
+def quantize_act_q8x2_reference(x):
+    """The r16 layout's activation rule per 32-block: d = amax/16383, q = x * (1/d) rounded to
+    nearest even, in float32 as the C++ does. Returns the dequantized values q*d."""
+    blocks = np.ascontiguousarray(x, dtype=np.float32).reshape(-1, 32)
+    d = (np.abs(blocks).max(axis=1, keepdims=True) / np.float32(16383)).astype(np.float32)
+    with np.errstate(divide="ignore"):
+        inv_d = np.where(d == 0, np.float32(0), np.float32(1) / d).astype(np.float32)
+    q = np.clip(np.rint((blocks * inv_d).astype(np.float32)), -16383, 16383)
+    return (q.astype(np.float64) * d.astype(np.float64)).reshape(x.shape)
+
+
 def quantize(x, name):
     """gguf-py's quantizer where it has one, else tests/gguf_kquants.py's (checked below)."""
     if name in GGUF_QUANTIZES:
@@ -175,24 +187,25 @@ def test_gemm_matches_float64_reference(name, k, m, weights):
     assert err.max() < 1e-5, f"max relative error {err.max():.3g}"
 
 
-REPACKED = ["Q4_0", "Q4_1", "Q8_0"]  # dtypes the CPU device repacks at load (r8 layout)
+REPACKED = ["Q4_0", "Q4_1", "Q8_0"]  # dtypes the CPU device repacks at load (r8 or r16 layout)
+REPACKED_ACT_REFERENCE = {"r8": quantize_act_reference, "r16": quantize_act_q8x2_reference}
 
 
 @pytest.mark.parametrize("name", REPACKED)
-@pytest.mark.parametrize("n_rows", [1, 7, 8, 13, 40])
+@pytest.mark.parametrize("n_rows", [1, 7, 8, 13, 16, 40])
 @pytest.mark.parametrize("k", [32, 96, 1536])
 @pytest.mark.parametrize("m", [1, 2, 3, 4, 5, 17])
 def test_repacked_gemm_matches_reference(name, n_rows, k, m):
     # Same reference and tolerance as test_gemm_matches_float64_reference; n_rows covers groups of
-    # 8 with and without a padded tail, m the decode tiles and the prefill tile edges.
+    # 8 or 16 with and without a padded tail, m the decode tiles and the prefill tile edges.
     rng = np.random.default_rng(n_rows * 10000 + k * 10 + m)
     w_raw = random_weights(rng, name, n_rows, k)
     x = (rng.standard_normal((m, k)) * rng.uniform(0.1, 3.0, (m, 1))).astype(np.float32)
     w = gguf_dequantize(name, w_raw).astype(np.float64).reshape(n_rows, k)
-    xd = quantize_act_reference(x)
+    xd = REPACKED_ACT_REFERENCE[_core._repacked_layout()](x)
     ref = xd @ w.T
     scale = np.abs(xd) @ np.abs(w).T
-    # Row ranges split as threads split them, including ranges that start/end inside a group of 8.
+    # Row ranges split as threads split them, including ranges that start/end inside a group.
     for row_chunk in (0, 3, 16):
         y = np.asarray(_core._gemm(name, w_raw.tobytes(), n_rows, k, x, repacked=True, row_chunk=row_chunk))
         assert y.dtype == np.float32 and y.shape == (m, n_rows)
@@ -292,7 +305,7 @@ def test_device_hooks_on_cpu(name):
     for m in (1, 5):
         x = rng.standard_normal((m, k)).astype(np.float32)
         got = np.asarray(_core._device_gemm("cpu", name, w_raw.tobytes(), n_rows, k, x))
-        want = np.asarray(_core._gemm(name, w_raw.tobytes(), n_rows, k, x))
+        want = np.asarray(_core._gemm(name, w_raw.tobytes(), n_rows, k, x, repacked=name in REPACKED))
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
     ids = np.array([18, 0, 7, 7], dtype=np.uint32)
     got = np.asarray(_core._device_embedding("cpu", name, w_raw.tobytes(), n_rows, k, ids))

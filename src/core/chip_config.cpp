@@ -24,6 +24,11 @@ ChipConfig ChipConfig::for_cpu(int threads, size_t llc_bytes) {
     return c;
 }
 
+uint32_t ChipConfig::gemm_unit_rows(uint32_t m_rows, uint32_t row_group) const {
+    const uint32_t rows = (uint32_t)std::max(1, m_rows == 1 ? gemv_rows_per_unit : gemm_rows_per_unit);
+    return row_group ? (rows + row_group - 1) / row_group * row_group : rows;
+}
+
 ChipConfig ChipConfig::for_gpu(int sm_count, size_t l2_bytes) {
     ChipConfig c;
     c.compute_units = std::max(1, sm_count);

@@ -2,6 +2,7 @@
 // (never configured by hand). Consumed only at table-build time.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 
 namespace akunu {
 
@@ -33,6 +34,9 @@ struct ChipConfig {
     // GEMM work unit: weight rows per unit for decode (M = 1) and for prefill.
     int gemv_rows_per_unit = 16;
     int gemm_rows_per_unit = 32;
+    // The unit for a GEMM of m_rows activation rows over a weight layout whose kernels compute
+    // whole groups of row_group rows (0: none): the above, rounded up to whole groups.
+    uint32_t gemm_unit_rows(uint32_t m_rows, uint32_t row_group) const;
 
     // A CPU with `threads` workers and a last-level cache of `llc_bytes`.
     static ChipConfig for_cpu(int threads, size_t llc_bytes);

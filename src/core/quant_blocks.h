@@ -46,6 +46,18 @@ struct BlockQ16Act {
 };
 static_assert(sizeof(BlockQ16Act) == 72, "activation block is 72 bytes");
 
+// Activation block for the r16 layout's u8 x s8 dot products (CPU builds with AVX-512 VNNI):
+// q = 128 * hi + lo with |q| <= 16383, lo in [0, 127]; elements in natural order.
+struct BlockQ8x2Act {
+    float d;         // x ~= d * q
+    float sum;       // d * qsum
+    int32_t qsum;    // sum of the 32 q (exact: weights stored with an offset subtract offset * qsum)
+    int32_t reserved;
+    int8_t hi[QK_ACT];
+    int8_t lo[QK_ACT];
+};
+static_assert(sizeof(BlockQ8x2Act) == 80, "two-digit activation block is 80 bytes");
+
 constexpr int act_q16_pos(int e) { return (e & 1) * 16 + (e >> 4) * 8 + ((e & 15) >> 1); }
 
 }  // namespace akunu

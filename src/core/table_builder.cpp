@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstring>
 #include <string>
 
 #include "core/errors.h"
@@ -211,7 +212,8 @@ private:
                      uint32_t y_stride, bool accumulate, uint32_t m_rows, const std::string &label,
                      const GemvFusion &fusion = {}, uint32_t x_row = 0) {
         const uint32_t K = mats[0]->cols;
-        bool quantized_input_ready = false;
+        // The act_quant kernel whose output scratch.act_q holds (dtypes may want different formats).
+        const char *quantized_by = nullptr;
         uint32_t y_col = 0;
         size_t i = 0;
         while (i < mats.size()) {
@@ -227,8 +229,9 @@ private:
             uint32_t x_row_bytes = x_stride * (uint32_t)sizeof(float);
             if (desc->act_quant_kernel) {
                 x_row_bytes = (uint32_t)desc->act_row_bytes(K);
-                if (!quantized_input_ready) emit_act_quant(desc, x, input_offset, x_stride, K, m_rows, label);
-                quantized_input_ready = true;
+                if (!quantized_by || std::strcmp(quantized_by, desc->act_quant_kernel) != 0)
+                    emit_act_quant(desc, x, input_offset, x_stride, K, m_rows, label);
+                quantized_by = desc->act_quant_kernel;
                 input = c_.scratch.act_q;
                 input_offset = 0;
             }
@@ -248,7 +251,7 @@ private:
             p.x_row_bytes = x_row_bytes;
             p.y_stride = y_stride;
             p.accumulate = accumulate ? 1 : 0;
-            p.rows_per_unit = (uint32_t)(m_rows == 1 ? c_.chip.gemv_rows_per_unit : c_.chip.gemm_rows_per_unit);
+            p.rows_per_unit = c_.chip.gemm_unit_rows(m_rows, desc->repack_row_group);
             p.input_op = fusion.input_norm ? kGemmInputRMSNorm : kGemmInputAsIs;
             p.eps = c_.config.norm_eps;
             p.output_op = fusion.output_op;

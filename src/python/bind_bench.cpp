@@ -269,7 +269,7 @@ std::unique_ptr<KernelBench> setup_gemm(const std::string &dtype_name, int64_t n
     p.x_row_bytes = x_row_bytes;
     p.y_stride = (uint32_t)n_rows;
     p.accumulate = 0;
-    p.rows_per_unit = (uint32_t)(m == 1 ? chip.gemv_rows_per_unit : chip.gemm_rows_per_unit);
+    p.rows_per_unit = chip.gemm_unit_rows((uint32_t)m, desc->repack_row_group);
     // Weights as the engine uploads them: repacked when the dtype's kernels want another layout
     // ("w" keeps the file layout for the harness's reference).
     Buffer w_run = kb->buffer("w");

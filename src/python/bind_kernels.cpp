@@ -127,6 +127,7 @@ void bind_kernels(nb::module_ &m) {
             const KernelDType d = kernel_dtype(dtype_name);
             check_row_length(d, k, "k");
             if (n_rows <= 0) throw nb::value_error("n_rows must be positive");
+            if (repacked && !akunu::cpu::has_repacked_layout(d.type)) throw nb::value_error("dtype has no repacked layout");
             if ((int64_t)x.shape(1) != k)
                 throw nb::value_error(("x has " + std::to_string(x.shape(1)) + " columns, expected k = " + std::to_string(k)).c_str());
             const size_t w_row_bytes = akunu::row_bytes(*d.info, (uint64_t)k);
@@ -139,17 +140,23 @@ void bind_kernels(nb::module_ &m) {
             auto *y = new std::vector<float>((size_t)(M * n_rows));
             {
                 nb::gil_scoped_release release;
-                // Activations in the format the dot product wants (Q16Act rows for quantized weights).
-                std::vector<akunu::BlockQ16Act> x_q16;
+                // Activations in the format the dot product wants (integer blocks for quantized weights).
+                std::vector<uint8_t> x_quantized;
                 const uint8_t *x_rows = reinterpret_cast<const uint8_t *>(x.data());
                 size_t x_row_bytes = (size_t)k * sizeof(float);
-                if (akunu::cpu::act_format_for(d.type) == akunu::cpu::ActFormat::Q16Act) {
-                    const int64_t blocks_per_row = k / akunu::QK_ACT;
-                    x_q16.resize((size_t)(M * blocks_per_row));
+                if (repacked) {
+                    x_row_bytes = akunu::cpu::repacked_act_row_bytes(k);
+                    x_quantized.resize((size_t)M * x_row_bytes);
                     for (int64_t r = 0; r < M; ++r)
-                        akunu::cpu::quantize_row_act(x.data() + r * k, x_q16.data() + r * blocks_per_row, k);
-                    x_rows = reinterpret_cast<const uint8_t *>(x_q16.data());
-                    x_row_bytes = (size_t)blocks_per_row * sizeof(akunu::BlockQ16Act);
+                        akunu::cpu::quantize_row_act_repacked(x.data() + r * k, x_quantized.data() + r * x_row_bytes, k);
+                    x_rows = x_quantized.data();
+                } else if (akunu::cpu::act_format_for(d.type) == akunu::cpu::ActFormat::Q16Act) {
+                    x_row_bytes = (size_t)(k / akunu::QK_ACT) * sizeof(akunu::BlockQ16Act);
+                    x_quantized.resize((size_t)M * x_row_bytes);
+                    for (int64_t r = 0; r < M; ++r)
+                        akunu::cpu::quantize_row_act(x.data() + r * k,
+                                                     reinterpret_cast<akunu::BlockQ16Act *>(x_quantized.data() + r * x_row_bytes), k);
+                    x_rows = x_quantized.data();
                 }
                 akunu::cpu::GemmArgs args{d.type,      reinterpret_cast<const uint8_t *>(w_raw.c_str()),
                                           w_row_bytes, x_rows,
@@ -172,10 +179,16 @@ void bind_kernels(nb::module_ &m) {
         nb::arg("dtype_name"), nb::arg("w_raw"), nb::arg("n_rows"), nb::arg("k"), nb::arg("x"),
         nb::arg("repacked") = false, nb::arg("row_chunk") = 0,
         "y[M, N] = x[M, K] @ W[N, K]^T with W given as raw GGUF rows of the named dtype. x is float32; for "
-        "quantized weights it is quantized per row with quantize_row_act first, as the engine does. "
-        "repacked: run the load-time repacked layout (repack_weights; Q4_0/Q4_1/Q8_0) instead. row_chunk > 0: "
+        "quantized weights it is quantized per row first (quantize_row_act, or quantize_row_act_q8x2 for the r16 "
+        "layout), as the engine does. repacked: run the build's load-time repacked layout (repack_weights; "
+        "Q4_0/Q4_1/Q8_0) instead. row_chunk > 0: "
         "compute the rows in consecutive ranges of that many rows (as threads split them).");
 
+    m.def(
+        "_repacked_layout",
+        [] { return akunu::cpu::repack_row_group(akunu::DType::Q4_0) == 16 ? "r16" : "r8"; },
+        "The load-time layout this build repacks Q4_0 / Q4_1 / Q8_0 into: 'r16' (AVX-512 VNNI, two-digit int8 "
+        "activations) or 'r8' (int16 activations).");
     m.def(
         "_dequantize_repacked",
         [](const std::string &dtype_name, nb::bytes raw, int64_t n_rows, int64_t k) {
@@ -250,7 +263,7 @@ void bind_kernels(nb::module_ &m) {
                 p.x_row_bytes = x_row_bytes;
                 p.y_stride = (uint32_t)n_rows;
                 const akunu::ChipConfig chip = dev.chip_config();
-                p.rows_per_unit = (uint32_t)(M == 1 ? chip.gemv_rows_per_unit : chip.gemm_rows_per_unit);
+                p.rows_per_unit = chip.gemm_unit_rows((uint32_t)M, desc.repack_row_group);
                 akunu::CmdBuilder(table, dev, desc.gemm_kernel, {(uint32_t)((n_rows + p.rows_per_unit - 1) / p.rows_per_unit), 1, 1})
                     .buf(input)
                     .buf(yb)

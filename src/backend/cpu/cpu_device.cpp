@@ -12,6 +12,7 @@
 
 #include "backend/cpu/cpu_kernel.h"
 #include "backend/cpu/quant_kernels.h"
+#include "backend/cpu/simd_config.h"
 #include "core/dispatch_table.h"
 #include "core/errors.h"
 
@@ -21,25 +22,35 @@ namespace {
 
 size_t q16_act_row_bytes(size_t K) { return (K / QK_ACT) * sizeof(BlockQ16Act); }
 
-// Q4_0 / Q4_1 / Q8_0 are repacked at load into groups of 8 interleaved rows (quant_kernels.h, "r8"):
-// the decode GEMV then runs at memory bandwidth. The copy replaces the aliased mmap pages.
-template <DType T> size_t r8_bytes(size_t rows, size_t cols) { return repacked_bytes(T, (int64_t)rows, (int64_t)cols); }
-template <DType T> void r8_repack(const void *src, void *dst, size_t rows, size_t cols) {
+// Q4_0 / Q4_1 / Q8_0 are repacked at load into groups of interleaved rows (quant_kernels.h: "r16"
+// on AVX-512 VNNI builds, "r8" elsewhere) so that the decode GEMV streams one contiguous run per
+// group. The copy replaces the aliased mmap pages.
+template <DType T> size_t repacked_size(size_t rows, size_t cols) { return repacked_bytes(T, (int64_t)rows, (int64_t)cols); }
+template <DType T> void repack(const void *src, void *dst, size_t rows, size_t cols) {
     repack_weights(T, src, dst, (int64_t)rows, (int64_t)cols);
 }
+size_t repacked_act_bytes(size_t K) { return repacked_act_row_bytes((int64_t)K); }
+#if defined(AKUNU_CPU_VNNI512)
+constexpr const char *kRepackedActQuant = "quantize_act_q8x2";
+constexpr uint32_t kRepackRowGroup = 16;
+#else
+constexpr const char *kRepackedActQuant = "quantize_act_q16";
+constexpr uint32_t kRepackRowGroup = 8;
+#endif
 
-// What the CPU runs for each weight dtype. Quantized weights take int16 activation blocks
-// (BlockQ16Act) so the dot products run in integer SIMD; float weights take F32 activations.
+// What the CPU runs for each weight dtype. Quantized weights take integer activation blocks
+// (BlockQ16Act, or BlockQ8x2Act for the r16 layout) so the dot products run in integer SIMD;
+// float weights take F32 activations.
 const DTypeDescriptor kCpuDTypes[] = {
     {DType::F32, "gemm_f32", "embedding_f32", nullptr, nullptr},
     {DType::F16, "gemm_f16", "embedding_f16", nullptr, nullptr},
     {DType::BF16, "gemm_bf16", "embedding_bf16", nullptr, nullptr},
-    {DType::Q8_0, "gemm_q8_0_r8", "embedding_q8_0_r8", "quantize_act_q16", q16_act_row_bytes,
-     r8_bytes<DType::Q8_0>, r8_repack<DType::Q8_0>, 8},
-    {DType::Q4_0, "gemm_q4_0_r8", "embedding_q4_0_r8", "quantize_act_q16", q16_act_row_bytes,
-     r8_bytes<DType::Q4_0>, r8_repack<DType::Q4_0>, 8},
-    {DType::Q4_1, "gemm_q4_1_r8", "embedding_q4_1_r8", "quantize_act_q16", q16_act_row_bytes,
-     r8_bytes<DType::Q4_1>, r8_repack<DType::Q4_1>, 8},
+    {DType::Q8_0, "gemm_q8_0_repacked", "embedding_q8_0_repacked", kRepackedActQuant, repacked_act_bytes,
+     repacked_size<DType::Q8_0>, repack<DType::Q8_0>, kRepackRowGroup},
+    {DType::Q4_0, "gemm_q4_0_repacked", "embedding_q4_0_repacked", kRepackedActQuant, repacked_act_bytes,
+     repacked_size<DType::Q4_0>, repack<DType::Q4_0>, kRepackRowGroup},
+    {DType::Q4_1, "gemm_q4_1_repacked", "embedding_q4_1_repacked", kRepackedActQuant, repacked_act_bytes,
+     repacked_size<DType::Q4_1>, repack<DType::Q4_1>, kRepackRowGroup},
     // Group-scaled dtypes (kquant_kernels.h): GGUF rows as they are.
     {DType::Q5_0, "gemm_q5_0", "embedding_q5_0", "quantize_act_q16", q16_act_row_bytes},
     {DType::Q5_1, "gemm_q5_1", "embedding_q5_1", "quantize_act_q16", q16_act_row_bytes},

@@ -32,7 +32,7 @@ void embedding_units(const KernelArgs &a, int64_t begin, int64_t end) {
 template <DType T> void embedding_kernel(const KernelArgs &a, int64_t begin, int64_t end) {
     embedding_units<T, false>(a, begin, end);
 }
-template <DType T> void embedding_r8_kernel(const KernelArgs &a, int64_t begin, int64_t end) {
+template <DType T> void embedding_repacked_kernel(const KernelArgs &a, int64_t begin, int64_t end) {
     embedding_units<T, true>(a, begin, end);
 }
 
@@ -45,8 +45,8 @@ template void embedding_kernel<DType::Q4_1>(const KernelArgs &, int64_t, int64_t
 #define AKUNU_INSTANTIATE(name) template void embedding_kernel<DType::name>(const KernelArgs &, int64_t, int64_t);
 AKUNU_KQUANT_DTYPES(AKUNU_INSTANTIATE)
 #undef AKUNU_INSTANTIATE
-template void embedding_r8_kernel<DType::Q4_0>(const KernelArgs &, int64_t, int64_t);
-template void embedding_r8_kernel<DType::Q4_1>(const KernelArgs &, int64_t, int64_t);
-template void embedding_r8_kernel<DType::Q8_0>(const KernelArgs &, int64_t, int64_t);
+template void embedding_repacked_kernel<DType::Q4_0>(const KernelArgs &, int64_t, int64_t);
+template void embedding_repacked_kernel<DType::Q4_1>(const KernelArgs &, int64_t, int64_t);
+template void embedding_repacked_kernel<DType::Q8_0>(const KernelArgs &, int64_t, int64_t);
 
 }  // namespace akunu::cpu

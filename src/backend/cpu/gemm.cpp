@@ -40,7 +40,7 @@ void gemm_units(const KernelArgs &a, int64_t begin, int64_t end) {
 }  // namespace
 
 template <DType T> void gemm_kernel(const KernelArgs &a, int64_t begin, int64_t end) { gemm_units<T, false>(a, begin, end); }
-template <DType T> void gemm_r8_kernel(const KernelArgs &a, int64_t begin, int64_t end) { gemm_units<T, true>(a, begin, end); }
+template <DType T> void gemm_repacked_kernel(const KernelArgs &a, int64_t begin, int64_t end) { gemm_units<T, true>(a, begin, end); }
 
 template void gemm_kernel<DType::F32>(const KernelArgs &, int64_t, int64_t);
 template void gemm_kernel<DType::F16>(const KernelArgs &, int64_t, int64_t);
@@ -51,8 +51,8 @@ template void gemm_kernel<DType::Q4_1>(const KernelArgs &, int64_t, int64_t);
 #define AKUNU_INSTANTIATE(name) template void gemm_kernel<DType::name>(const KernelArgs &, int64_t, int64_t);
 AKUNU_KQUANT_DTYPES(AKUNU_INSTANTIATE)
 #undef AKUNU_INSTANTIATE
-template void gemm_r8_kernel<DType::Q4_0>(const KernelArgs &, int64_t, int64_t);
-template void gemm_r8_kernel<DType::Q4_1>(const KernelArgs &, int64_t, int64_t);
-template void gemm_r8_kernel<DType::Q8_0>(const KernelArgs &, int64_t, int64_t);
+template void gemm_repacked_kernel<DType::Q4_0>(const KernelArgs &, int64_t, int64_t);
+template void gemm_repacked_kernel<DType::Q4_1>(const KernelArgs &, int64_t, int64_t);
+template void gemm_repacked_kernel<DType::Q8_0>(const KernelArgs &, int64_t, int64_t);
 
 }  // namespace akunu::cpu

@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/simd_config.h"
 
 namespace akunu::cpu {
 
@@ -24,12 +25,12 @@ const KernelEntry kKernels[] = {
     {"gemm_q8_0", gemm_kernel<DType::Q8_0>},
     {"gemm_q4_0", gemm_kernel<DType::Q4_0>},
     {"gemm_q4_1", gemm_kernel<DType::Q4_1>},
-    {"embedding_q4_0_r8", embedding_r8_kernel<DType::Q4_0>},
-    {"embedding_q4_1_r8", embedding_r8_kernel<DType::Q4_1>},
-    {"gemm_q4_0_r8", gemm_r8_kernel<DType::Q4_0>},
-    {"gemm_q4_1_r8", gemm_r8_kernel<DType::Q4_1>},
-    {"gemm_q8_0_r8", gemm_r8_kernel<DType::Q8_0>},
-    {"embedding_q8_0_r8", embedding_r8_kernel<DType::Q8_0>},
+    {"embedding_q4_0_repacked", embedding_repacked_kernel<DType::Q4_0>},
+    {"embedding_q4_1_repacked", embedding_repacked_kernel<DType::Q4_1>},
+    {"gemm_q4_0_repacked", gemm_repacked_kernel<DType::Q4_0>},
+    {"gemm_q4_1_repacked", gemm_repacked_kernel<DType::Q4_1>},
+    {"gemm_q8_0_repacked", gemm_repacked_kernel<DType::Q8_0>},
+    {"embedding_q8_0_repacked", embedding_repacked_kernel<DType::Q8_0>},
     {"embedding_q5_0", embedding_kernel<DType::Q5_0>},
     {"embedding_q5_1", embedding_kernel<DType::Q5_1>},
     {"embedding_iq4_nl", embedding_kernel<DType::IQ4_NL>},
@@ -49,6 +50,9 @@ const KernelEntry kKernels[] = {
     {"gemm_q6_k", gemm_kernel<DType::Q6_K>},
     {"gemm_iq4_xs", gemm_kernel<DType::IQ4_XS>},
     {"quantize_act_q16", act_quant_q16_kernel},
+#if defined(AKUNU_CPU_VNNI512)
+    {"quantize_act_q8x2", act_quant_q8x2_kernel},
+#endif
     {"rmsnorm_f32", rmsnorm_kernel},
     {"rmsnorm_add_f32", rmsnorm_add_kernel},
     {"head_rmsnorm_f32", head_rmsnorm_kernel},

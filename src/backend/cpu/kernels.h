@@ -7,10 +7,11 @@ namespace akunu::cpu {
 
 template <DType T> void embedding_kernel(const KernelArgs &a, int64_t begin, int64_t end);  // embedding.cpp
 template <DType T> void gemm_kernel(const KernelArgs &a, int64_t begin, int64_t end);       // gemm.cpp
-// Weights in the load-time "r8" layout (quant_kernels.h, repack_weights).
-template <DType T> void embedding_r8_kernel(const KernelArgs &a, int64_t begin, int64_t end);  // embedding.cpp
-template <DType T> void gemm_r8_kernel(const KernelArgs &a, int64_t begin, int64_t end);       // gemm.cpp
+// Weights in the build's load-time repacked layout, r8 or r16 (quant_kernels.h, repack_weights).
+template <DType T> void embedding_repacked_kernel(const KernelArgs &a, int64_t begin, int64_t end);  // embedding.cpp
+template <DType T> void gemm_repacked_kernel(const KernelArgs &a, int64_t begin, int64_t end);       // gemm.cpp
 void act_quant_q16_kernel(const KernelArgs &a, int64_t begin, int64_t end);                  // act_quant.cpp
+void act_quant_q8x2_kernel(const KernelArgs &a, int64_t begin, int64_t end);  // act_quant.cpp (AVX-512 VNNI builds)
 void rmsnorm_kernel(const KernelArgs &a, int64_t begin, int64_t end);                        // norm.cpp
 void rmsnorm_add_kernel(const KernelArgs &a, int64_t begin, int64_t end);                    // norm.cpp
 void head_rmsnorm_kernel(const KernelArgs &a, int64_t begin, int64_t end);                   // norm.cpp

@@ -1,7 +1,7 @@
 // CPU row kernels for every weight dtype: dequantize a row, quantize activations, and the
 // dot-product "GEMM over a range of weight rows" that both decode (M = 1) and prefill (M = S) use.
-// Vectorized for AVX2+FMA+F16C (also what AVX-512 machines run); everything else, NEON included for
-// now, takes the scalar fallback. -DAKUNU_FORCE_SCALAR forces the fallback (for testing).
+// Vectorized for AVX2+FMA+F16C (plus AVX-512 VNNI for the repacked layout, r16_layout.cpp);
+// everything else, NEON included for now, takes the scalar fallback. -DAKUNU_FORCE_SCALAR forces the fallback (for testing).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -27,13 +27,23 @@ void dequantize_row(DType t, const void *src, float *dst, int64_t k);
 // SIMD and scalar produce identical bytes.
 void quantize_row_act(const float *x, BlockQ16Act *dst, int64_t k);
 
-// What the dot product of a dtype wants as its activation row.
+// Activation quantization for the r16 layout (AVX-512 VNNI builds only): k floats -> k/32
+// BlockQ8x2Act. Per block: d = max|x| / 16383, q = x / d rounded to nearest even, split into the
+// digits hi = q >> 7 and lo = q & 127; qsum = sum(q), sum = d * qsum.
+void quantize_row_act_q8x2(const float *x, BlockQ8x2Act *dst, int64_t k);
+
+// What the dot product of a dtype wants as its activation row, on GGUF rows.
 enum class ActFormat { F32, Q16Act };
 ActFormat act_format_for(DType weight_type);
+// The activation row the repacked layout of this build wants (BlockQ16Act for r8, BlockQ8x2Act
+// for r16): its size for K elements, and the conversion.
+size_t repacked_act_row_bytes(int64_t K);
+void quantize_row_act_repacked(const float *x, void *dst, int64_t k);
 
 // y[m * y_stride + n] (+)= dot(W row n, X row m) for n in [n_begin, n_end), m in [0, M).
 //  - W rows are `w_row_bytes` apart (GGUF: row n of a [N, K] weight is K elements of dtype t).
-//  - X rows are `x_row_bytes` apart, in act_format_for(t): float[K] or BlockQ16Act[K/32].
+//  - X rows are `x_row_bytes` apart, in act_format_for(t): float[K] or BlockQ16Act[K/32]
+//    (repacked: as quantize_row_act_repacked writes them).
 //  - accumulate: add into y instead of overwriting (fuses the residual add).
 // Loop order keeps a block of weight rows hot in cache while all M activation rows stream by.
 struct GemmArgs {
@@ -47,16 +57,19 @@ struct GemmArgs {
     int64_t K;
     int64_t M;
     bool accumulate;
-    // W is in the repacked "r8" layout (see repack_weights) instead of GGUF rows; w_row_bytes is
-    // still the GGUF row size (a group of 8 rows spans 8 * w_row_bytes bytes).
+    // W is in this build's repacked layout (see repack_weights) instead of GGUF rows; w_row_bytes
+    // is still the GGUF row size (a group of G rows spans G * w_row_bytes bytes).
     bool repacked = false;
 };
 void gemm_rows(const GemmArgs &args, int64_t n_begin, int64_t n_end);
-// gemm_rows for args.repacked (r8_layout.cpp).
+// gemm_rows for args.repacked (r8_layout.cpp or r16_layout.cpp).
 void gemm_rows_repacked(const GemmArgs &args, int64_t n_begin, int64_t n_end);
 
-// ---- Load-time repacking ("r8" layout, Q4_0, Q4_1 and Q8_0) ----
-// Rows are taken in groups of 8 (the last group padded with zero rows); a group is stored block
+// ---- Load-time repacking of Q4_0, Q4_1 and Q8_0 ----
+// One layout per build: "r16" where the compiler targets AVX-512 VNNI (r16_layout.cpp), "r8"
+// everywhere else (r8_layout.cpp).
+//
+// r8: rows are taken in groups of 8 (the last group padded with zero rows); a group is stored block
 // by block, each group-block being
 //   Q4_0: fp16 d[8] | nibbles[128]                    (144 bytes = 8 GGUF blocks)
 //   Q4_1: fp16 d[8] | fp16 m[8] | nibbles[128]        (160 bytes)
@@ -69,9 +82,19 @@ void gemm_rows_repacked(const GemmArgs &args, int64_t n_begin, int64_t n_end);
 // Q8_0's 256 quant bytes are 8 chunks of 32; in chunk c, the 16-bit word 2 * l + h holds in its
 // low byte row l's weight for activation qs[4c + h] and in its high byte the one for qs[4c + 2 + h]
 // (two shifts sign-extend them to int16; a madd against a broadcast activation pair per byte).
+//
+// r16: rows are taken in groups of 16 (the last padded with zero rows), each group-block being
+//   Q4_0: fp16 d[16] | quants[256]                   (288 bytes = 16 GGUF blocks)
+//   Q4_1: fp16 d[16] | fp16 m[16] | quants[256]      (320 bytes)
+//   Q8_0: fp16 d[16] | quants[512]                   (544 bytes)
+// The quants are 64-byte chunks, row l owning bytes 4l .. 4l + 3 of each, so one vpdpbusd of a
+// chunk against four broadcast activation bytes yields one int32 per row. Q4: chunk c byte 4l + j
+// is row l's GGUF byte 4c + j unchanged (low nibble: element 4c + j, high: 16 + 4c + j; unsigned,
+// Q4_0's value being nibble - 8). Q8_0: 8 chunks, chunk c byte 4l + j is row l's element 4c + j
+// as an unsigned byte, int8 + 128.
 bool has_repacked_layout(DType t);
-// Rows per group (8): repacking a slice of whole groups, rows [8i, 8j), of a matrix writes exactly
-// bytes [8i, 8j) * row_bytes of the repacked matrix, so slices can be repacked in parallel.
+// Rows per group (8 or 16): repacking a slice of whole groups, rows [Gi, Gj), of a matrix writes
+// exactly bytes [Gi, Gj) * row_bytes of the repacked matrix, so slices can be repacked in parallel.
 int repack_row_group(DType t);
 size_t repacked_bytes(DType t, int64_t rows, int64_t K);
 void repack_weights(DType t, const void *src, void *dst, int64_t rows, int64_t K);

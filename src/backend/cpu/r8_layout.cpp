@@ -1,12 +1,16 @@
 // The "r8" layout: Q4_0 / Q4_1 / Q8_0 weights repacked at load into groups of 8 interleaved rows
 // (repack_weights), their GEMM (gemm_rows_repacked) and the way back to GGUF blocks
 // (dequantize_row_repacked, for embeddings and tests). Layout described in quant_kernels.h.
+// Builds for AVX-512 VNNI use the r16 layout instead (r16_layout.cpp).
+#include "backend/cpu/quant_kernels.h"
+#include "backend/cpu/simd_config.h"
+
+#if !defined(AKUNU_CPU_VNNI512)
+
 #include <algorithm>
 #include <cstring>
 
 #include "backend/cpu/quant_helpers.h"
-#include "backend/cpu/quant_kernels.h"
-#include "backend/cpu/simd_config.h"
 
 namespace akunu::cpu {
 
@@ -392,6 +396,11 @@ template <DType T> void gemm_rows_r8(const GemmArgs &a, int64_t n_begin, int64_t
 
 }  // namespace
 
+size_t repacked_act_row_bytes(int64_t K) { return (size_t)(K / QK_ACT) * sizeof(BlockQ16Act); }
+void quantize_row_act_repacked(const float *x, void *dst, int64_t k) {
+    quantize_row_act(x, static_cast<BlockQ16Act *>(dst), k);
+}
+
 void gemm_rows_repacked(const GemmArgs &args, int64_t n_begin, int64_t n_end) {
     switch (args.type) {
         case DType::Q4_0: return gemm_rows_r8<DType::Q4_0>(args, n_begin, n_end);
@@ -452,3 +461,5 @@ void dequantize_row_repacked(DType t, const void *packed, int64_t row, float *ds
 }
 
 }  // namespace akunu::cpu
+
+#endif  // !AKUNU_CPU_VNNI512

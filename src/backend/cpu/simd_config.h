@@ -7,6 +7,11 @@
 #if !defined(AKUNU_FORCE_SCALAR) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define AKUNU_CPU_AVX2 1
 #include <immintrin.h>
+// AVX-512 with VNNI (Zen 4, Ice Lake and later): Q4_0 / Q4_1 / Q8_0 take the r16 layout and its
+// vpdpbusd kernels (r16_layout.cpp) instead of r8.
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+#define AKUNU_CPU_VNNI512 1
+#endif
 
 namespace akunu::cpu {
 // Sum of the eight lanes.

@@ -284,6 +284,22 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
+def cpu_features() -> str:
+    """Family / model and the vector extensions the kernels care about: the CPU of a machine kind
+    can change between runs, and AVX-512 VNNI changes both engines' kernels."""
+    info = {}
+    try:
+        for line in open("/proc/cpuinfo"):
+            key, _, value = line.partition(":")
+            info.setdefault(key.strip(), value.strip())
+    except OSError:
+        return platform.machine()
+    flags = set(info.get("flags", "").split())
+    isa = [name for flag, name in (("avx2", "AVX2"), ("avx512f", "AVX-512"), ("avx512_vnni", "AVX-512 VNNI"),
+                                   ("avx_vnni", "AVX-VNNI")) if flag in flags]
+    return f"family {info.get('cpu family', '?')} model {info.get('model', '?')} ({', '.join(isa) or 'no AVX2'})"
+
+
 def git_revision() -> str:
     try:
         rev = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
@@ -306,6 +322,7 @@ def render_markdown(report: dict) -> str:
         f"# akunu vs llama.cpp — {h['date']}",
         "",
         f"- device: {h['device']}, backend {h['backend']}, {h['threads']} threads, context {h['ctx']}",
+        f"- CPU: {h['cpu']}, {h['cpu_features']}; akunu's CPU weight layout: {h['akunu_cpu_layout']}",
         f"- akunu {h['akunu_version']} (git {h['git']}); llama.cpp via {h['llama_version']} "
         f"(flash attention {h['llama_flash_attn']}, n_batch = n_ubatch = 512)",
         f"- {h['reps']} repetitions after one warm-up, engines interleaved; mean ± std tokens/s; "
@@ -417,6 +434,8 @@ def main(argv=None) -> int:
         "date": started.strftime("%Y-%m-%d %H:%M"),
         "device": first["akunu"]["device"] if first else cpu_name(),
         "cpu": cpu_name(),
+        "cpu_features": cpu_features(),
+        "akunu_cpu_layout": akunu._core._repacked_layout(),
         "backend": args.backend,
         "threads": args.threads,
         "ctx": args.ctx,

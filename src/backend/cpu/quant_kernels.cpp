@@ -9,10 +9,11 @@
 //  - Activations for the integer dots are BlockQ16Act: float d, float sum = d * Σq, int16 q[32]
 //    in the element order the weight unpacking below produces (see quant_blocks.h).
 //
-// SIMD paths are chosen at compile time: AVX2+FMA+F16C (AVX-512 machines use it too, except for the
-// repacked layout, which is r16_layout.cpp there; no NEON path yet, those targets run the scalar code). AKUNU_FORCE_SCALAR disables SIMD
-// (to test the fallback on a SIMD machine). The scalar code is the reference the SIMD code must
-// match: bit for bit for dequantize_row / quantize_row_act, to float rounding for gemm_rows.
+// SIMD paths are chosen at compile time: AVX2+FMA+F16C (AVX-512 machines use it too, except for
+// the repacked layout, which is r16_layout.cpp there; no NEON path yet, those targets run the
+// scalar code). AKUNU_FORCE_SCALAR disables SIMD (to test the fallback on a SIMD machine). The
+// scalar code is the reference the SIMD code must match: bit for bit for dequantize_row /
+// quantize_row_act, to float rounding for gemm_rows.
 #include "backend/cpu/quant_kernels.h"
 
 #include <algorithm>

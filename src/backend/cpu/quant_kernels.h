@@ -1,7 +1,8 @@
 // CPU row kernels for every weight dtype: dequantize a row, quantize activations, and the
 // dot-product "GEMM over a range of weight rows" that both decode (M = 1) and prefill (M = S) use.
 // Vectorized for AVX2+FMA+F16C (plus AVX-512 VNNI for the repacked layout, r16_layout.cpp);
-// everything else, NEON included for now, takes the scalar fallback. -DAKUNU_FORCE_SCALAR forces the fallback (for testing).
+// everything else, NEON included for now, takes the scalar fallback. -DAKUNU_FORCE_SCALAR forces
+// the fallback (for testing).
 #pragma once
 #include <cstddef>
 #include <cstdint>

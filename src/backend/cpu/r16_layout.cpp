@@ -65,7 +65,7 @@ inline int32_t load_i32(const void *p) {
     return v;
 }
 
-// Where element e (0..31) of row l lives in a group-block's quant area: byte and nibble shift.
+// The byte of a group-block's quant area that holds element e (0..31) of row l.
 // Q4: chunk (e & 15) / 4, row l's 4 bytes, byte e & 3; elements 16..31 in the high nibbles.
 // Q8: chunk e / 4, row l's 4 bytes, byte e & 3.
 inline size_t r16_q4_byte(int l, int e) { return 64 * ((e & 15) >> 2) + 4 * l + (e & 3); }
@@ -88,12 +88,15 @@ template <DType T> void repack_r16(const uint8_t *src, uint8_t *dst, int64_t row
                 Block w;
                 std::memcpy(&w, src + (size_t)(g * kR16Rows + l) * row_bytes + (size_t)b * sizeof(Block), sizeof(Block));
                 std::memcpy(gb + 2 * l, &w.d, 2);
+                // Row l's bytes for elements 4c .. 4c + 3 go to chunk c (r16_q8_byte / r16_q4_byte).
                 if constexpr (T == DType::Q8_0) {
-                    for (int e = 0; e < QK_ACT; ++e) qs[r16_q8_byte(l, e)] = (uint8_t)w.qs[e] ^ 0x80;
+                    uint8_t biased[QK_ACT];
+                    for (int e = 0; e < QK_ACT; ++e) biased[e] = (uint8_t)w.qs[e] ^ 0x80;
+                    for (int c = 0; c < G::kChunks; ++c) std::memcpy(qs + 64 * c + 4 * l, biased + 4 * c, 4);
                 } else {
                     if constexpr (T == DType::Q4_1) std::memcpy(gb + 32 + 2 * l, &w.m, 2);
                     // GGUF byte j holds elements j (low nibble) and j + 16 (high nibble), as r16 does.
-                    for (int j = 0; j < 16; ++j) qs[r16_q4_byte(l, j)] = w.qs[j];
+                    for (int c = 0; c < G::kChunks; ++c) std::memcpy(qs + 64 * c + 4 * l, w.qs + 4 * c, 4);
                 }
             }
         }

@@ -21,6 +21,8 @@
 
 #if defined(AKUNU_CPU_VNNI512)
 
+#include "backend/cpu/repacked_gemm_loop.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -202,38 +204,18 @@ template <DType T> struct R16TileTable {
 
 template <DType T> void gemm_rows_r16(const GemmArgs &a, int64_t n_begin, int64_t n_end) {
     static constexpr R16TileTable<T> table{};
-    const size_t group_bytes = (size_t)kR16Rows * a.w_row_bytes;
     const int64_t nb = a.K / QK_ACT;
-    constexpr int64_t tile_m = kR16TileM;
-    // Weight groups and activation rows in chunks of ~256 KiB each, so that in prefill a chunk of
-    // weights stays in L2 while every activation row of a chunk passes it.
-    constexpr size_t kChunkBytes = 256 * 1024;
-    const int64_t g_chunk = std::max<int64_t>(1, (int64_t)(kChunkBytes / group_bytes));
-    const int64_t m_chunk = std::max<int64_t>(tile_m, (int64_t)(kChunkBytes / std::max<size_t>(a.x_row_bytes, 1)) / tile_m * tile_m);
-    const int64_t g_begin = n_begin / kR16Rows, g_end = (n_end + kR16Rows - 1) / kR16Rows;
-    __m512 out[kR16TileM];
-    for (int64_t gc = g_begin; gc < g_end; gc += g_chunk) {
-        const int64_t gc_end = std::min(g_end, gc + g_chunk);
-        for (int64_t mc = 0; mc < a.M; mc += m_chunk) {
-            const int64_t mc_end = std::min(a.M, mc + m_chunk);
-            for (int64_t g = gc; g < gc_end; ++g) {
-                const int64_t row0 = g * kR16Rows;
-                // Rows of this group inside [n_begin, n_end): a range may start or end mid-group.
-                const int lo = (int)(std::max(n_begin, row0) - row0), hi = (int)(std::min(n_end, row0 + kR16Rows) - row0);
-                const __mmask16 keep = (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
-                const uint8_t *grp = a.w + (size_t)g * group_bytes;
-                for (int64_t m = mc; m < mc_end; m += tile_m) {
-                    const int rm = (int)std::min<int64_t>(tile_m, mc_end - m);
-                    table.fn[rm - 1](grp, a.x + (size_t)m * a.x_row_bytes, a.x_row_bytes, nb, out);
-                    for (int i = 0; i < rm; ++i) {
-                        float *y = a.y + (size_t)(m + i) * a.y_stride + row0;
-                        const __m512 v = a.accumulate ? _mm512_add_ps(_mm512_maskz_loadu_ps(keep, y), out[i]) : out[i];
-                        _mm512_mask_storeu_ps(y, keep, v);
-                    }
-                }
+    for_each_group_tile<kR16Rows, kR16TileM>(
+        a, n_begin, n_end, [&](const uint8_t *group, int64_t m, int rm, int64_t row0, int lo, int hi) {
+            __m512 out[kR16TileM];
+            table.fn[rm - 1](group, a.x + (size_t)m * a.x_row_bytes, a.x_row_bytes, nb, out);
+            const __mmask16 keep = (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
+            for (int i = 0; i < rm; ++i) {
+                float *y = a.y + (size_t)(m + i) * a.y_stride + row0;
+                const __m512 v = a.accumulate ? _mm512_add_ps(_mm512_maskz_loadu_ps(keep, y), out[i]) : out[i];
+                _mm512_mask_storeu_ps(y, keep, v);
             }
-        }
-    }
+        });
 }
 
 constexpr float kQ8x2Max = 16383.0f;  // q = 128 * hi + lo must keep hi within int8

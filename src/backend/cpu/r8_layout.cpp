@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "backend/cpu/quant_helpers.h"
+#include "backend/cpu/repacked_gemm_loop.h"
 
 namespace akunu::cpu {
 
@@ -342,40 +343,23 @@ template <DType T> struct R8TileTable {
 
 template <DType T> void gemm_rows_r8(const GemmArgs &a, int64_t n_begin, int64_t n_end) {
     static constexpr R8TileTable<T> table{};
-    const size_t group_bytes = (size_t)kR8Rows * a.w_row_bytes;
     const int64_t nb = a.K / QK_ACT;
-    const int64_t tile_m = kR8TileM;
-    constexpr size_t kChunkBytes = 256 * 1024;  // as gemm_rows_typed
-    const int64_t g_chunk = std::max<int64_t>(1, (int64_t)(kChunkBytes / group_bytes));
-    const int64_t m_chunk = std::max<int64_t>(tile_m, (int64_t)(kChunkBytes / std::max<size_t>(a.x_row_bytes, 1)) / tile_m * tile_m);
-    const int64_t g_begin = n_begin / kR8Rows, g_end = (n_end + kR8Rows - 1) / kR8Rows;
-    __m256 out[kR8TileM];
-    for (int64_t gc = g_begin; gc < g_end; gc += g_chunk) {
-        const int64_t gc_end = std::min(g_end, gc + g_chunk);
-        for (int64_t mc = 0; mc < a.M; mc += m_chunk) {
-            const int64_t mc_end = std::min(a.M, mc + m_chunk);
-            for (int64_t g = gc; g < gc_end; ++g) {
-                const int64_t row0 = g * kR8Rows;
-                const int lo = (int)(std::max(n_begin, row0) - row0), hi = (int)(std::min(n_end, row0 + kR8Rows) - row0);
-                const uint8_t *grp = a.w + (size_t)g * group_bytes;
-                for (int64_t m = mc; m < mc_end; m += tile_m) {
-                    const int rm = (int)std::min<int64_t>(tile_m, mc_end - m);
-                    table.fn[rm - 1](grp, a.x + (size_t)m * a.x_row_bytes, a.x_row_bytes, nb, out);
-                    for (int i = 0; i < rm; ++i) {
-                        float *y = a.y + (size_t)(m + i) * a.y_stride + row0;
-                        if (lo == 0 && hi == kR8Rows) {
-                            const __m256 v = a.accumulate ? _mm256_add_ps(_mm256_loadu_ps(y), out[i]) : out[i];
-                            _mm256_storeu_ps(y, v);
-                        } else {
-                            alignas(32) float tmp[kR8Rows];
-                            _mm256_store_ps(tmp, out[i]);
-                            for (int l = lo; l < hi; ++l) store_out(y + l, tmp[l], a.accumulate);
-                        }
-                    }
+    for_each_group_tile<kR8Rows, kR8TileM>(
+        a, n_begin, n_end, [&](const uint8_t *group, int64_t m, int rm, int64_t row0, int lo, int hi) {
+            __m256 out[kR8TileM];
+            table.fn[rm - 1](group, a.x + (size_t)m * a.x_row_bytes, a.x_row_bytes, nb, out);
+            for (int i = 0; i < rm; ++i) {
+                float *y = a.y + (size_t)(m + i) * a.y_stride + row0;
+                if (lo == 0 && hi == kR8Rows) {
+                    const __m256 v = a.accumulate ? _mm256_add_ps(_mm256_loadu_ps(y), out[i]) : out[i];
+                    _mm256_storeu_ps(y, v);
+                } else {
+                    alignas(32) float tmp[kR8Rows];
+                    _mm256_store_ps(tmp, out[i]);
+                    for (int l = lo; l < hi; ++l) store_out(y + l, tmp[l], a.accumulate);
                 }
             }
-        }
-    }
+        });
 }
 
 #else

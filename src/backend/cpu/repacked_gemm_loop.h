@@ -1,0 +1,41 @@
+// The loop nest shared by the repacked layouts' GEMMs (r8_layout.cpp, r16_layout.cpp).
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/cpu/quant_kernels.h"
+
+namespace akunu::cpu {
+
+// Calls tile(group, m, rm, row0, lo, hi) for every tile of a GEMM over weight rows [n_begin, n_end)
+// of a layout in groups of kGroupRows rows: `group` points at the group whose first row is row0,
+// the tile covers activation rows [m, m + rm) (rm <= kTileM), and only the group's rows [lo, hi)
+// belong to the range (a thread's range may start or end mid-group).
+// Groups and activation rows go in chunks of ~256 KiB each, so that in prefill a chunk of weights
+// stays in L2 while every activation row of a chunk passes it; decode (M = 1) is one stream.
+template <int kGroupRows, int kTileM, class Tile>
+inline void for_each_group_tile(const GemmArgs &a, int64_t n_begin, int64_t n_end, Tile &&tile) {
+    constexpr size_t kChunkBytes = 256 * 1024;
+    const size_t group_bytes = (size_t)kGroupRows * a.w_row_bytes;
+    const int64_t g_chunk = std::max<int64_t>(1, (int64_t)(kChunkBytes / group_bytes));
+    const int64_t m_chunk =
+        std::max<int64_t>(kTileM, (int64_t)(kChunkBytes / std::max<size_t>(a.x_row_bytes, 1)) / kTileM * kTileM);
+    const int64_t g_begin = n_begin / kGroupRows, g_end = (n_end + kGroupRows - 1) / kGroupRows;
+    for (int64_t gc = g_begin; gc < g_end; gc += g_chunk) {
+        const int64_t gc_end = std::min(g_end, gc + g_chunk);
+        for (int64_t mc = 0; mc < a.M; mc += m_chunk) {
+            const int64_t mc_end = std::min(a.M, mc + m_chunk);
+            for (int64_t g = gc; g < gc_end; ++g) {
+                const int64_t row0 = g * kGroupRows;
+                const int lo = (int)(std::max(n_begin, row0) - row0);
+                const int hi = (int)(std::min(n_end, row0 + kGroupRows) - row0);
+                const uint8_t *group = a.w + (size_t)g * group_bytes;
+                for (int64_t m = mc; m < mc_end; m += kTileM)
+                    tile(group, m, (int)std::min<int64_t>(kTileM, mc_end - m), row0, lo, hi);
+            }
+        }
+    }
+}
+
+}  // namespace akunu::cpu

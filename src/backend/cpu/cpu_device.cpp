@@ -32,10 +32,8 @@ template <DType T> void repack(const void *src, void *dst, size_t rows, size_t c
 size_t repacked_act_bytes(size_t K) { return repacked_act_row_bytes((int64_t)K); }
 #if defined(AKUNU_CPU_VNNI512)
 constexpr const char *kRepackedActQuant = "quantize_act_q8x2";
-constexpr uint32_t kRepackRowGroup = 16;
 #else
 constexpr const char *kRepackedActQuant = "quantize_act_q16";
-constexpr uint32_t kRepackRowGroup = 8;
 #endif
 
 // What the CPU runs for each weight dtype. Quantized weights take integer activation blocks
@@ -46,11 +44,11 @@ const DTypeDescriptor kCpuDTypes[] = {
     {DType::F16, "gemm_f16", "embedding_f16", nullptr, nullptr},
     {DType::BF16, "gemm_bf16", "embedding_bf16", nullptr, nullptr},
     {DType::Q8_0, "gemm_q8_0_repacked", "embedding_q8_0_repacked", kRepackedActQuant, repacked_act_bytes,
-     repacked_size<DType::Q8_0>, repack<DType::Q8_0>, kRepackRowGroup},
+     repacked_size<DType::Q8_0>, repack<DType::Q8_0>, (uint32_t)repack_row_group(DType::Q8_0)},
     {DType::Q4_0, "gemm_q4_0_repacked", "embedding_q4_0_repacked", kRepackedActQuant, repacked_act_bytes,
-     repacked_size<DType::Q4_0>, repack<DType::Q4_0>, kRepackRowGroup},
+     repacked_size<DType::Q4_0>, repack<DType::Q4_0>, (uint32_t)repack_row_group(DType::Q4_0)},
     {DType::Q4_1, "gemm_q4_1_repacked", "embedding_q4_1_repacked", kRepackedActQuant, repacked_act_bytes,
-     repacked_size<DType::Q4_1>, repack<DType::Q4_1>, kRepackRowGroup},
+     repacked_size<DType::Q4_1>, repack<DType::Q4_1>, (uint32_t)repack_row_group(DType::Q4_1)},
     // Group-scaled dtypes (kquant_kernels.h): GGUF rows as they are.
     {DType::Q5_0, "gemm_q5_0", "embedding_q5_0", "quantize_act_q16", q16_act_row_bytes},
     {DType::Q5_1, "gemm_q5_1", "embedding_q5_1", "quantize_act_q16", q16_act_row_bytes},

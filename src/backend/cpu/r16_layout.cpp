@@ -122,6 +122,19 @@ template <DType T> typename R16Geom<T>::Block unpack_r16_block(const uint8_t *pa
     return w;
 }
 
+// Row `row` gathered back into GGUF blocks a batch at a time, then one dequantize_row over them
+// (the same arithmetic as the file's row, so bit-exact).
+template <DType T> void dequantize_row_r16(const uint8_t *packed, int64_t row, float *dst, int64_t K) {
+    constexpr int64_t kBatch = 32;
+    typename R16Geom<T>::Block blocks[kBatch];
+    const int64_t nb = K / QK_ACT;
+    for (int64_t b0 = 0; b0 < nb; b0 += kBatch) {
+        const int64_t n = std::min<int64_t>(kBatch, nb - b0);
+        for (int64_t i = 0; i < n; ++i) blocks[i] = unpack_r16_block<T>(packed, row, b0 + i, K);
+        dequantize_row(T, blocks, dst + b0 * QK_ACT, n * QK_ACT);
+    }
+}
+
 #ifndef AKUNU_R16_TILE_M
 #define AKUNU_R16_TILE_M 4
 #endif
@@ -231,9 +244,9 @@ void quantize_row_act_q8x2(const float *x, BlockQ8x2Act *dst, int64_t k) {
         const float d = amax / kQ8x2Max;
         // amax may be inf or NaN (a broken model): clamp so the int conversion stays defined.
         const __m512 id = _mm512_set1_ps(d > 0.0f && std::isfinite(d) ? 1.0f / d : 0.0f);
-        const __m512 lim = _mm512_set1_ps(kQ8x2Max);
-        const __m512i q0 = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(v0, id), _mm512_sub_ps(_mm512_setzero_ps(), lim)), lim));
-        const __m512i q1 = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(v1, id), _mm512_sub_ps(_mm512_setzero_ps(), lim)), lim));
+        const __m512 lo_lim = _mm512_set1_ps(-kQ8x2Max), hi_lim = _mm512_set1_ps(kQ8x2Max);
+        const __m512i q0 = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(v0, id), lo_lim), hi_lim));
+        const __m512i q1 = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(v1, id), lo_lim), hi_lim));
         BlockQ8x2Act &o = dst[b];
         const __m512i seven_bits = _mm512_set1_epi32(127);
         _mm_storeu_si128(reinterpret_cast<__m128i *>(o.hi), _mm512_cvtepi32_epi8(_mm512_srai_epi32(q0, 7)));
@@ -288,25 +301,11 @@ void repack_weights(DType t, const void *src, void *dst, int64_t rows, int64_t K
 
 void dequantize_row_repacked(DType t, const void *packed, int64_t row, float *dst, int64_t K) {
     const uint8_t *p = static_cast<const uint8_t *>(packed);
-    // Gather the row's GGUF blocks a batch at a time, then one dequantize_row over them (the same
-    // arithmetic as the file's row, so bit-exact).
-    constexpr int64_t kBatch = 32;
-    const int64_t nb = K / QK_ACT;
-    for (int64_t b0 = 0; b0 < nb; b0 += kBatch) {
-        const int64_t n = std::min<int64_t>(kBatch, nb - b0);
-        if (t == DType::Q4_0) {
-            BlockQ4_0 blocks[kBatch];
-            for (int64_t i = 0; i < n; ++i) blocks[i] = unpack_r16_block<DType::Q4_0>(p, row, b0 + i, K);
-            dequantize_row(t, blocks, dst + b0 * QK_ACT, n * QK_ACT);
-        } else if (t == DType::Q4_1) {
-            BlockQ4_1 blocks[kBatch];
-            for (int64_t i = 0; i < n; ++i) blocks[i] = unpack_r16_block<DType::Q4_1>(p, row, b0 + i, K);
-            dequantize_row(t, blocks, dst + b0 * QK_ACT, n * QK_ACT);
-        } else if (t == DType::Q8_0) {
-            BlockQ8_0 blocks[kBatch];
-            for (int64_t i = 0; i < n; ++i) blocks[i] = unpack_r16_block<DType::Q8_0>(p, row, b0 + i, K);
-            dequantize_row(t, blocks, dst + b0 * QK_ACT, n * QK_ACT);
-        }
+    switch (t) {
+        case DType::Q4_0: return dequantize_row_r16<DType::Q4_0>(p, row, dst, K);
+        case DType::Q4_1: return dequantize_row_r16<DType::Q4_1>(p, row, dst, K);
+        case DType::Q8_0: return dequantize_row_r16<DType::Q8_0>(p, row, dst, K);
+        default: return;
     }
 }
 

@@ -3,7 +3,7 @@
 # The device has no network, so prepare (here, once per session) an ignored folder it can carry:
 #   echo /.devcarry/ >> .git/info/exclude
 #   pip download --no-deps -d .devcarry/whl nanobind scikit-build-core gguf
-#   mkdir -p .devcarry/tokenizer && cp ../shared/testdata/tokenizer/ggml-vocab-{llama-spm,llama-bpe,qwen2}.gguf* .devcarry/tokenizer/
+#   mkdir -p .devcarry/tokenizer && cp ../shared/testdata/tokenizer/ggml-vocab-{llama-spm,llama-bpe,qwen2,gpt-2}.gguf* .devcarry/tokenizer/
 #   cp tools/device_cuda_check.sh .devcarry/run.sh
 # then call the device tool's run with command "bash .devcarry/run.sh" and carry [".devcarry"].
 # Logs come back in $OUT (log_env, log_build, log_tests, log_bw, log_bench).

@@ -7,7 +7,19 @@ namespace akunu::cuda {
 
 namespace {
 
-// Block = one token row; thread = one half-block (16 elements) at a time.
+// Block = one token row; thread = one half-block (16 elements) at a time, stored as four float4.
+// Decode runs one row after every argmax, on the token's critical path: H100, 8B shape, the
+// kernel's added time per token 9.1 us with 128 threads and scalar stores (each warp store 32
+// addresses 64 bytes apart), 6.5 us like this; tg128 502.6 / 502.7 -> 503.6 / 503.1 t/s.
+constexpr int kEmbeddingThreads = 256;
+
+__device__ __forceinline__ void store_half(float *dst, const float (&v)[16], float scale) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+        reinterpret_cast<float4 *>(dst)[i] =
+            make_float4(v[4 * i] * scale, v[4 * i + 1] * scale, v[4 * i + 2] * scale, v[4 * i + 3] * scale);
+}
+
 template <class Fmt>
 __global__ void embedding_kernel(const uint32_t *__restrict__ ids, const uint8_t *__restrict__ table,
                                  float *__restrict__ out, EmbeddingParams p) {
@@ -20,8 +32,7 @@ __global__ void embedding_kernel(const uint32_t *__restrict__ ids, const uint8_t
     for (uint32_t h = threadIdx.x; h < p.dim / 16; h += blockDim.x) {
         float v[16];
         fmt_dequant_half<Fmt>(row, h / 2, h & 1, v);
-#pragma unroll
-        for (int i = 0; i < 16; ++i) dst[16 * h + i] = v[i] * scale;
+        store_half(dst + 16 * h, v, scale);
     }
 }
 
@@ -38,8 +49,7 @@ __global__ void embedding_g8_kernel(const uint32_t *__restrict__ ids, const uint
     for (uint32_t h = threadIdx.x; h < p.dim / 16; h += blockDim.x) {
         float v[16];
         F::to_float(F::raw(group, p.dim, h / 2, id % kG8Rows, h & 1), h & 1, v);
-#pragma unroll
-        for (int i = 0; i < 16; ++i) dst[16 * h + i] = v[i] * scale;
+        store_half(dst + 16 * h, v, scale);
     }
 }
 
@@ -52,7 +62,8 @@ void launch_embedding(const LaunchArgs &a, const char *name) {
         kernel = embedding_g8_kernel<Fmt>;
     else
         kernel = embedding_kernel<Fmt>;
-    launch_pdl(kernel, p.rows, 128, 0, a, reinterpret_cast<const uint32_t *>(a.buffers[0]),
+    if ((reinterpret_cast<uintptr_t>(a.buffers[2]) & 15) != 0) throw AkunuError("internal: unaligned embedding output");
+    launch_pdl(kernel, p.rows, kEmbeddingThreads, 0, a, reinterpret_cast<const uint32_t *>(a.buffers[0]),
                                                          a.buffers[1], reinterpret_cast<float *>(a.buffers[2]), p);
     check_launch(name);
 }

@@ -31,6 +31,7 @@
 
 #include "cuda/attention_decode.h"
 #include "cuda/common.cuh"
+#include "cuda/q16_activation.cuh"
 #include "cuda/rope_pairs.cuh"
 
 namespace akunu::cuda {
@@ -131,8 +132,11 @@ __device__ __forceinline__ void rotate_head(float (&x)[kDpl], const float *__res
 // load(s, i) reads float i of split s's (m, l, acc[hd]). Each thread reads 16 splits' (m, l, acc[d])
 // at once (no load depends on another: one round of loads, where the block-phase merge before took
 // two with a barrier between), then weighs them with independent exps.
+// xq_out: also leave the head's outputs quantized for the o_proj GEMV (cuda/q16_activation.cuh;
+// head_dim % 32 == 0, so each warp holds whole blocks); out_base: the head's first output.
 template <class Load>
-__device__ __forceinline__ void merge_splits(Load load, float *__restrict__ out, uint32_t hd, uint32_t active) {
+__device__ __forceinline__ void merge_splits(Load load, float *__restrict__ out, uint32_t hd, uint32_t active,
+                                             XQ16Chunk *xq_out, uint32_t out_base, const float *out_norm_w) {
     constexpr uint32_t kAtOnce = 16;
     for (uint32_t d = threadIdx.x; d < hd; d += blockDim.x) {
         float M = -INFINITY, L = 0.f, t = 0.f;
@@ -160,6 +164,7 @@ __device__ __forceinline__ void merge_splits(Load load, float *__restrict__ out,
             M = new_m;
         }
         out[d] = t / L;
+        if (xq_out) store_q16_block(xq_out, out_base + d - (threadIdx.x & 31), t / L, out_norm_w);
     }
 }
 
@@ -173,13 +178,15 @@ __device__ __forceinline__ void cluster_merge_wait() {
     cooperative_groups::this_cluster().sync();  // block 0 has read them: all may exit
 #endif
 }
-__device__ void merge_splits_cluster(float *res, float *__restrict__ out, uint32_t hd, uint32_t active) {
+__device__ void merge_splits_cluster(float *res, float *__restrict__ out, uint32_t hd, uint32_t active,
+                                     XQ16Chunk *xq_out, uint32_t out_base, const float *out_norm_w) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     namespace cg = cooperative_groups;
     cg::cluster_group cluster = cg::this_cluster();
     cluster.sync();
     if (cluster.block_rank() == 0)
-        merge_splits([&](uint32_t s, uint32_t i) { return cluster.map_shared_rank(res, s)[i]; }, out, hd, active);
+        merge_splits([&](uint32_t s, uint32_t i) { return cluster.map_shared_rank(res, s)[i]; }, out, hd, active, xq_out,
+                     out_base, out_norm_w);
     cluster.sync();
 #endif
 }
@@ -248,7 +255,8 @@ __global__ void __launch_bounds__(kWarps * 32)
     attention_decode_kernel(const float *__restrict__ q_all, __half *__restrict__ k_cache, __half *__restrict__ v_cache,
                             float *__restrict__ out, float *__restrict__ partial, AttentionParams p, RopeInputs ri,
                             PatchContext pc, uint32_t n_splits, unsigned *__restrict__ done_splits,
-                            uint32_t min_keys, bool in_cluster) {
+                            uint32_t min_keys, bool in_cluster, XQ16Chunk *__restrict__ xq_out,
+                            const float *__restrict__ out_norm_w) {
     constexpr bool kRope = !std::is_same<Pairs, NoRope>::value;
     extern __shared__ float smem[];
     const uint32_t hd = p.head_dim;
@@ -388,7 +396,11 @@ __global__ void __launch_bounds__(kWarps * 32)
     };
     if (active == 1) {
         const float inv = 1.0f / L;
-        for (uint32_t d = threadIdx.x; d < hd; d += kWarps * 32) out[(size_t)h * hd + d] = block_acc(d) * inv;
+        for (uint32_t d = threadIdx.x; d < hd; d += kWarps * 32) {
+            const float o = block_acc(d) * inv;
+            out[(size_t)h * hd + d] = o;
+            if (xq_out) store_q16_block(xq_out, h * hd + d - lane, o, out_norm_w);  // warp-uniform: hd % 32 == 0
+        }
         return;
     }
     // The split's (m, l, accumulator): in this block's shared memory for the cluster merge (after
@@ -400,7 +412,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     }
     for (uint32_t d = threadIdx.x; d < hd; d += kWarps * 32) res[2 + d] = block_acc(d);
     if (in_cluster) {
-        merge_splits_cluster(res, out + (size_t)h * hd, hd, active);
+        merge_splits_cluster(res, out + (size_t)h * hd, hd, active, xq_out, h * hd, out_norm_w);
         return;
     }
     // The last split of this head to finish merges all of them: no second kernel launch. As in a
@@ -420,7 +432,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     if (is_last) {  // the other splits' partials are read past L1
         const float *parts = partial + (size_t)h * n_splits * (hd + 2);
         merge_splits([&](uint32_t s, uint32_t i) { return __ldcg(parts + s * (hd + 2) + i); }, out + (size_t)h * hd, hd,
-                     active);
+                     active, xq_out, h * hd, out_norm_w);
     }
 }
 
@@ -502,9 +514,15 @@ void launch_decode(const LaunchArgs &a, const AttentionParams &p, const RopeInpu
     auto *k = reinterpret_cast<__half *>(a.buffers[1]);
     auto *v = reinterpret_cast<__half *>(a.buffers[2]);
     auto *out = reinterpret_cast<float *>(a.buffers[3]);
+    // The o_proj GEMV after it may take the output quantized (cuda/q16_activation.cuh): one row,
+    // whole 32-element blocks per head, and exactly the row that GEMV reads.
+    const Q16Handoff &ho = a.q16_out;
+    const bool hand_off = ho.chunks && p.rows == 1 && hd % 32 == 0 && ho.row == out && ho.len == p.n_heads * hd;
     launch_pdl_clustered(kernel, dim3(p.n_heads, 1, n_splits), kWarps * 32, smem, dim3(1, 1, in_cluster ? n_splits : 1),
                          a, q, k, v, out, a.workspace->data, p, ri, a.patch, n_splits, a.workspace->counters, min_keys,
-                         in_cluster);
+                         in_cluster, hand_off ? static_cast<XQ16Chunk *>(ho.chunks) : nullptr,
+                         hand_off ? ho.norm_w : nullptr);
+    if (hand_off) *ho.written = true;
 }
 
 // Warps per block. More warps hold more keys in registers before the wait (two steps of kB keys

@@ -114,10 +114,92 @@ void launch_gemm_rows(const LaunchArgs &a, const char *name) {
     check_launch(name);
 }
 
-// The integer GEMV kernel of a block shape.
+// The integer GEMV kernel of a block shape: groups per block 1, 2 or (a producer of a handed-off
+// row, cuda/q16_activation.cuh) 4.
 template <class F, bool kNorm, int kWarps>
-auto q16_kernel(bool two) {
-    return two ? gemv_g8_q16_kernel<F, 2, kWarps, kNorm, false> : gemv_g8_q16_kernel<F, 1, kWarps, kNorm, false>;
+auto q16_kernel(int groups) {
+    if constexpr (!kNorm)  // producers have no input norm (can_hand_off)
+        if (groups == 4) return gemv_g8_q16_kernel<F, 4, kWarps, kNorm, false>;
+    return groups == 2 ? gemv_g8_q16_kernel<F, 2, kWarps, kNorm, false> : gemv_g8_q16_kernel<F, 1, kWarps, kNorm, false>;
+}
+template <class F, bool kNorm>
+auto q16_kernel(int groups, int warps) {
+    return warps == 16 ? q16_kernel<F, kNorm, 16>(groups) : warps == 8 ? q16_kernel<F, kNorm, 8>(groups)
+                                                                      : q16_kernel<F, kNorm, 4>(groups);
+}
+
+// How a decode GEMV over the g8 layout runs (launch_gemv_g8 explains the choices).
+struct G8Plan {
+    bool two = false, wide = false;
+    int warps = 4;
+    unsigned items = 0;
+    bool integer = false;   // the integer kernel (cuda/gemv_q16.cuh)
+    bool strided = false;   // its one-wave grid walking the items
+    unsigned blocks = 0;
+    unsigned per_block = 1;  // items per block of that grid
+};
+
+template <class F, bool kNorm>
+G8Plan plan_gemv_g8(const LaunchArgs &a, const GemmParams &p, uint32_t total_groups) {
+    G8Plan g;
+    const bool gated = p.output_op != kGemmOutputPlain;
+    const unsigned sm_count = (unsigned)a.workspace->sm_count;
+    g.two = gated || total_groups >= 2u * sm_count;
+    g.wide = p.K > 512;
+    g.items = gated ? g8_groups(p.N[0]) : g.two ? ceil_div_u(total_groups, 2) : total_groups;
+    g.warps = g.wide ? 8 : 4;
+    g.blocks = g.items;
+    const auto q16_smem = [&](int w) { return (size_t)w * q16_warp_bytes(q16_steps(p.K, w)); };
+    if (!a.workspace->integer_gemv || p.K < 32u * 4 * g.warps || q16_smem(g.warps) > 48 * 1024) return g;
+    g.integer = true;
+    if (g.wide && a.workspace->sixteen_warp_gemv && g.items * 8u < 32u * sm_count && p.K >= 32u * 4 * 16 &&
+        q16_smem(16) <= 48 * 1024) {
+        int per_sm = 0;
+        auto k16 = q16_kernel<F, kNorm, 16>(g.two ? 2 : 1);
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k16, 16 * 32, q16_smem(16)) == cudaSuccess &&
+            g.items <= (unsigned)per_sm * sm_count)
+            g.warps = 16;
+        cudaGetLastError();
+    }
+    if (g.two && g.warps == 8 && a.workspace->q16_grid_stride) {
+        auto strided = gemv_g8_q16_kernel<F, 2, 8, kNorm, true>;
+        int per_sm = 0;
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, strided, 8 * 32, q16_smem(8)) == cudaSuccess &&
+            per_sm > 0 && g.items > (unsigned)per_sm * sm_count) {
+            g.strided = true;
+            g.per_block = ceil_div_u(g.items, (unsigned)per_sm * sm_count);
+            g.blocks = ceil_div_u(g.items, g.per_block);  // per_block items each, the last block maybe fewer
+        }
+        cudaGetLastError();
+    }
+    return g;
+}
+
+// Whether this GEMV, planned as `g`, can leave its output row quantized for the next one
+// (a.q16_out): its output must be exactly that row, in whole 32-element blocks per block. A gated
+// output in the one-wave grid walks runs of 4 consecutive items (gated_hand_off); a plain one takes
+// 32-row items (four groups, a one-part output; can_hand_off) in a grid that still fits on the
+// GPU at once.
+bool hands_off_row(const LaunchArgs &a, const GemmParams &p, const GemmLaunch &l) {
+    const Q16Handoff &out = a.q16_out;
+    return out.chunks && p.M == 1 && p.N[0] % 32 == 0 && out.len == p.N[0] && out.row == l.y + p.y_col[0];
+}
+bool gated_hand_off(const LaunchArgs &a, const GemmParams &p, const GemmLaunch &l, const G8Plan &g) {
+    return g.integer && g.strided && g.per_block % 4 == 0 && p.output_op != kGemmOutputPlain && hands_off_row(a, p, l);
+}
+template <class F>
+bool can_hand_off(const LaunchArgs &a, const GemmParams &p, const GemmLaunch &l, const G8Plan &g) {
+    if (!g.integer || !g.two || g.strided || p.output_op != kGemmOutputPlain || p.n_parts != 1 ||
+        p.input_op == kGemmInputRMSNorm || !hands_off_row(a, p, l))
+        return false;
+    int per_sm = 0;
+    auto k4 = q16_kernel<F, false>(4, g.warps);
+    const bool fits = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k4, g.warps * 32,
+                                                                    (size_t)g.warps * q16_warp_bytes(q16_steps(p.K, g.warps))) ==
+                          cudaSuccess &&
+                      ceil_div_u(l.total_groups, 4) <= (unsigned)per_sm * (unsigned)a.workspace->sm_count;
+    cudaGetLastError();
+    return fits;
 }
 
 // Decode over the g8 layout. Two groups (16 rows) per block share each x load when that still
@@ -125,61 +207,49 @@ auto q16_kernel(bool two) {
 // groups per block ran 8B-shape weights at 2.0 TB/s, one group at 1.3). Rows longer than 4
 // warp-steps (K > 512) get 8 warps, so a short row (SmolLM2's 576) is one step per warp. A gated
 // output always pairs a gate group with its up group.
+//
+// The integer GEMV (cuda/gemv_q16.cuh) runs where its per-warp x slices fit the default shared
+// memory, and where rows give each warp a step at least: below that, the float kernel's x, staged
+// once per block, serves several items (H100 tg128, SmolLM2's K = 576: float 1519 t/s, integer
+// 1467). A grid that would leave fewer than 32 warps per SM (the 8B shape's o_proj and down: 256
+// blocks) gets 16-warp blocks where rows give each warp a step and the blocks still fit on the GPU
+// at once: twice the loads in flight per SM, with the same x traffic (H100 tg128, 1B shape 1450 ->
+// 1513 t/s).
+//
+// More items than fit on the GPU at once (the logits: 8016 at the 1B shape, 9496 at the Qwen3
+// shape's 1024-long rows; the 1B's gate_up: 1024) would run in waves, the last one partial, and
+// spend much of a one-item block on quantizing x and storing: one wave of blocks walks the items,
+// each block the same number, quantizing x once per block. H100 tg128 against one-item blocks:
+// Qwen3 shape 1778 -> 1796 t/s, 8B 471 -> 476; the equal split against full waves walking the
+// items: 1B shape 1875 -> 1919, 1B Q8_0 1364 -> 1385. (Grids that large are two-group, 8-warp
+// ones: 16 warps go to small grids only.)
 template <class F, bool kNorm>
 void launch_gemv_g8(const LaunchArgs &a, const GemmLaunch &l) {
     const GemmParams &p = params_of<GemmParams>(a);
-    const bool gated = p.output_op != kGemmOutputPlain;
-    const unsigned sm_count = (unsigned)a.workspace->sm_count;
-    const bool two = gated || l.total_groups >= 2u * sm_count, wide = p.K > 512;
-    const unsigned items = gated ? g8_groups(p.N[0]) : two ? ceil_div_u(l.total_groups, 2) : l.total_groups;
-    int warps = wide ? 8 : 4;
-    // The integer GEMV (cuda/gemv_q16.cuh) where its per-warp x slices fit the default shared
-    // memory, and where rows give each warp a step at least: below that, the float kernel's x,
-    // staged once per block, serves several items (H100 tg128, SmolLM2's K = 576: float 1519 t/s,
-    // integer 1467). A grid that would leave fewer than 32 warps per SM (the 8B shape's o_proj
-    // and down: 256 blocks) gets 16-warp blocks where rows give each warp a step and the blocks
-    // still fit on the GPU at once: twice the loads in flight per SM, with the same x traffic
-    // (H100 tg128, 1B shape 1450 -> 1513 t/s).
-    const auto q16_smem = [&](int w) { return (size_t)w * q16_warp_bytes(q16_steps(p.K, w)); };
-    if (a.workspace->integer_gemv && p.K >= 32u * 4 * warps && q16_smem(warps) <= 48 * 1024) {
-        if (wide && a.workspace->sixteen_warp_gemv && items * 8u < 32u * sm_count && p.K >= 32u * 4 * 16 &&
-            q16_smem(16) <= 48 * 1024) {
-            int per_sm = 0;
-            auto k16 = q16_kernel<F, kNorm, 16>(two);
-            if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k16, 16 * 32, q16_smem(16)) == cudaSuccess &&
-                items <= (unsigned)per_sm * sm_count)
-                warps = 16;
-            cudaGetLastError();
-        }
-        auto q16 = warps == 16 ? q16_kernel<F, kNorm, 16>(two) : warps == 8 ? q16_kernel<F, kNorm, 8>(two)
-                                                                            : q16_kernel<F, kNorm, 4>(two);
-        // More items than fit on the GPU at once (the logits: 8016 at the 1B shape, 9496 at the
-        // Qwen3 shape's 1024-long rows; the 1B's gate_up: 1024) would run in waves, the last one
-        // partial, and spend much of a one-item block on quantizing x and storing: one wave of
-        // blocks walks the items, each block the same number, quantizing x once per block. H100
-        // tg128 against one-item blocks: Qwen3 shape 1778 -> 1796 t/s, 8B 471 -> 476; the equal
-        // split against full waves walking the items: 1B shape 1875 -> 1919, 1B Q8_0 1364 -> 1385.
-        // (Grids that large are two-group, 8-warp ones: 16 warps go to small grids only.)
-        unsigned blocks = items;
-        if (two && warps == 8 && a.workspace->q16_grid_stride) {
-            auto strided = gemv_g8_q16_kernel<F, 2, 8, kNorm, true>;
-            int per_sm = 0;
-            if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, strided, 8 * 32, q16_smem(8)) == cudaSuccess &&
-                per_sm > 0 && items > (unsigned)per_sm * sm_count) {
-                q16 = strided;
-                const unsigned per_block = ceil_div_u(items, (unsigned)per_sm * sm_count);
-                blocks = ceil_div_u(items, per_block);  // per_block items each, the last block maybe fewer
-            }
-            cudaGetLastError();
-        }
+    const G8Plan g = plan_gemv_g8<F, kNorm>(a, p, l.total_groups);
+    const int warps = g.warps;
+    const bool two = g.two, wide = g.wide;
+    const unsigned items = g.items;
+    if (a.q16_in && !g.integer) throw AkunuError("internal: a quantized input handed to a GEMV that cannot read it");
+    if (g.integer) {
+        const size_t smem = (size_t)warps * q16_warp_bytes(q16_steps(p.K, warps));
+        const bool hand_off = !kNorm && can_hand_off<F>(a, p, l, g), gated_off = gated_hand_off(a, p, l, g);
+        const int groups = hand_off ? 4 : two ? 2 : 1;
+        auto q16 = g.strided ? gemv_g8_q16_kernel<F, 2, 8, kNorm, true> : q16_kernel<F, kNorm>(groups, warps);
+        // A gated handoff walks runs of 4 consecutive items (32 outputs) per block.
+        const unsigned per_block = gated_off ? g.per_block : 0;
+        const unsigned blocks = hand_off ? ceil_div_u(l.total_groups, 4) : gated_off ? ceil_div_u(items, per_block) : g.blocks;
         // A grid on more than half the GPU's warp slots lets the next kernel launch only after its
         // main loop (the next kernel's early blocks would take room from its own); a smaller one right
         // after the wait, so the next kernel's blocks issue their weight loads meanwhile (H100
         // tg128: Qwen3 shape, all of whose layer GEMVs are small, 1795 -> 1882 t/s; 1B 1877 -> 1878,
         // 8B 476 -> 474).
         const bool late_release = a.workspace->q16_late_release && blocks * warps * 2 > a.workspace->warp_slots;
-        launch_pdl(q16, blocks, warps * 32, q16_smem(warps), a, l.x, l.y, l.w, p, l.total_groups, items, l.norm_w,
-                   late_release);
+        launch_pdl(q16, blocks, warps * 32, smem, a, l.x, l.y, l.w, p, l.total_groups, hand_off ? blocks : items,
+                   l.norm_w, late_release, static_cast<const XQ16Chunk *>(a.q16_in),
+                   hand_off || gated_off ? static_cast<XQ16Chunk *>(a.q16_out.chunks) : nullptr,
+                   hand_off || gated_off ? a.q16_out.norm_w : nullptr, per_block);
+        if (hand_off || gated_off) *a.q16_out.written = true;
         return;
     }
     const int threads = warps * 32;
@@ -227,5 +297,33 @@ void launch_gemm_q4_1_g8(const LaunchArgs &a) { launch_gemm_g8<G8FmtQ4_1>(a, "ge
     void launch_gemm_##lower(const LaunchArgs &a) { launch_gemm_rows<Fmt##upper>(a, "gemm_" #lower); }
 AKUNU_CUDA_KQUANT_FORMATS(AKUNU_DEFINE)
 #undef AKUNU_DEFINE
+
+namespace {
+
+template <class F>
+bool takes_q16_input(const LaunchArgs &a, const float **row, uint32_t *len, const float **norm_w) {
+    const GemmParams &p = params_of<GemmParams>(a);
+    if (p.M != 1 || p.K % 32 != 0 || p.n_parts < 1 || p.n_parts > (uint32_t)GemmParams::kMaxParts) return false;
+    uint32_t total_groups = 0;
+    for (uint32_t i = 0; i < p.n_parts; ++i) total_groups += g8_groups(p.N[i]);
+    const bool norm = p.input_op == kGemmInputRMSNorm;
+    const G8Plan g = norm ? plan_gemv_g8<F, true>(a, p, total_groups) : plan_gemv_g8<F, false>(a, p, total_groups);
+    if (!g.integer) return false;
+    *row = reinterpret_cast<const float *>(a.buffers[0]);
+    *len = p.K;
+    *norm_w = norm ? reinterpret_cast<const float *>(a.buffers[2 + p.n_parts]) : nullptr;
+    return true;
+}
+
+}  // namespace
+
+bool gemv_takes_q16_input(LaunchFn fn, const LaunchArgs &a, const float **row, uint32_t *len, const float **norm_w) {
+    if (fn == launch_gemm_q4_0_g8) return takes_q16_input<G8FmtQ4_0>(a, row, len, norm_w);
+    if (fn == launch_gemm_q4_1_g8) return takes_q16_input<G8FmtQ4_1>(a, row, len, norm_w);
+    if (fn == launch_gemm_q8_0_g8) return takes_q16_input<G8FmtQ8_0>(a, row, len, norm_w);
+    return false;
+}
+
+size_t q16_handoff_bytes(uint32_t len) { return (size_t)xq16_chunks(len) * sizeof(XQ16Chunk); }
 
 }  // namespace akunu::cuda

@@ -14,6 +14,7 @@
 #include "cuda/common.cuh"
 #include "cuda/formats_g8.cuh"
 #include "cuda/formats_kquant.cuh"
+#include "cuda/q16_activation.cuh"
 
 namespace akunu::cuda {
 
@@ -180,11 +181,17 @@ __device__ __forceinline__ bool slot_group(const GemmParams &p, uint32_t total_g
 // different blocks) reduced over the warp and then over the block's warps in shared memory,
 // scaled, and stored (or, gated, combined into act(gate) * up). sq_by_warp: the warps' sums of
 // x^2 (shared memory, written before the call), whose total sets the scale to 1 / rms(x).
+// xq_out (32-row items of a one-part plain output, N % 32 == 0): warp 0, which stores the item's 32
+// rows, also leaves them quantized for the next GEMV (cuda/q16_activation.cuh; out_nw: the lane's
+// norm weight of that GEMV when out_normed, loaded early by the caller). gated_stage: a
+// gated output's 8 values also go there (shared memory), for the caller to quantize 4 items' worth.
 template <int kGroups, int kWarps>
 __device__ __forceinline__ void gemv_g8_store(const float (&acc)[kGroups], float scale, float *__restrict__ y,
                                               const GemmParams &p, uint32_t total_groups, uint32_t item,
                                               float (&partial)[kWarps][kGroups][kG8Rows],
-                                              const float *sq_by_warp = nullptr) {
+                                              const float *sq_by_warp = nullptr, XQ16Chunk *xq_out = nullptr,
+                                              float out_nw = 1.f, bool out_normed = false,
+                                              float *gated_stage = nullptr) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const uint32_t r = lane & 7, kq = lane >> 3;
 #pragma unroll
@@ -209,19 +216,25 @@ __device__ __forceinline__ void gemv_g8_store(const float (&acc)[kGroups], float
     };
     if (kGroups == 2 && p.output_op != kGemmOutputPlain) {
         const uint32_t row = item * kG8Rows + threadIdx.x;
-        if (threadIdx.x < kG8Rows && row < p.N[0])
-            y[p.y_col[0] + row] = gated_output(p.output_op, group_sum(0, threadIdx.x), group_sum(kGroups - 1, threadIdx.x));
+        if (threadIdx.x < kG8Rows && row < p.N[0]) {
+            const float v = gated_output(p.output_op, group_sum(0, threadIdx.x), group_sum(kGroups - 1, threadIdx.x));
+            y[p.y_col[0] + row] = v;
+            if (gated_stage) gated_stage[threadIdx.x] = v;
+        }
     } else if (threadIdx.x < kGroups * kG8Rows) {
         const uint32_t g = threadIdx.x / kG8Rows, rr = threadIdx.x % kG8Rows;
         uint32_t part, local;
+        float out = 0.f;
         if (slot_group<kGroups>(p, total_groups, item, g, part, local)) {
             const uint32_t row = local * kG8Rows + rr;
             if (row < p.N[part]) {
                 const float s = group_sum(g, rr);
                 float *dst = y + p.y_col[part] + row;
-                *dst = p.accumulate ? *dst + s : s;
+                out = p.accumulate ? *dst + s : s;
+                *dst = out;
             }
         }
+        if (kGroups * kG8Rows == 32 && xq_out) store_q16_block(xq_out, item * 32, out, out_nw, out_normed);
     }
 }
 

@@ -16,16 +16,9 @@
 
 namespace akunu::cuda {
 
-// The q of one quantized 32-element block of x as 16 words of int16 pairs (its scale d and the sum
-// of its q live in arrays beside the blocks).
-struct XQ16Block {
-    int w[16];
-};
-
-// Shared memory of one warp of a q16 GEMV: `steps` warp-steps x 4 blocks, each with its d and sum.
-__host__ __device__ __forceinline__ size_t q16_warp_bytes(uint32_t steps) {
-    return (size_t)steps * 4 * (sizeof(XQ16Block) + sizeof(float) + sizeof(int));
-}
+// Shared memory of one warp of a q16 GEMV: one chunk (4 blocks with their scales and sums) per
+// warp-step, the layout in which a producer leaves the row (cuda/q16_activation.cuh).
+__host__ __device__ __forceinline__ size_t q16_warp_bytes(uint32_t steps) { return (size_t)steps * sizeof(XQ16Chunk); }
 __host__ __device__ __forceinline__ uint32_t q16_steps(uint32_t K, int warps) { return (K / 32 + warps * 4 - 1) / (warps * 4); }
 
 // Warp `warp` quantizes the blocks it reads (kb = warp * 4 + kq + s * kWarps * 4) into its slice:
@@ -40,8 +33,7 @@ __host__ __device__ __forceinline__ uint32_t q16_steps(uint32_t K, int warps) { 
 // 483 / 484 (the ring's loads, issued before the wait, keep HBM busy through most of it).
 template <int kWarps, bool kNorm, uint32_t kXBatch>
 __device__ __forceinline__ float quantize_warp_x(const float *__restrict__ x, const float *__restrict__ norm_w,
-                                                 uint32_t n_blocks, uint32_t steps, XQ16Block *xq, float *x_scale,
-                                                 int *xq_sum) {
+                                                 uint32_t n_blocks, uint32_t steps, XQ16Chunk *mine) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const uint32_t kq = lane >> 3, sub = lane & 7;
     float sq = 0.f;
@@ -73,12 +65,11 @@ __device__ __forceinline__ float quantize_warp_x(const float *__restrict__ x, co
             int sum = q0 + q1 + q2 + q3;
 #pragma unroll
             for (int o = 1; o < 8; o <<= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-            const uint32_t slot = s * 4 + kq;
-            reinterpret_cast<int2 *>(xq[slot].w)[sub] = make_int2((int)(((uint32_t)q0 & 0xFFFFu) | ((uint32_t)q1 << 16)),
-                                                                  (int)(((uint32_t)q2 & 0xFFFFu) | ((uint32_t)q3 << 16)));
+            reinterpret_cast<int2 *>(mine[s].q[kq].w)[sub] = make_int2((int)(((uint32_t)q0 & 0xFFFFu) | ((uint32_t)q1 << 16)),
+                                                                       (int)(((uint32_t)q2 & 0xFFFFu) | ((uint32_t)q3 << 16)));
             if (sub == 0) {
-                x_scale[slot] = d;
-                xq_sum[slot] = sum;
+                mine[s].d[kq] = d;
+                mine[s].sum[kq] = sum;
             }
         }
     }
@@ -95,11 +86,19 @@ __device__ __forceinline__ float quantize_warp_x(const float *__restrict__ x, co
 // t/s). kGridStride: a grid of one wave walks the n_items items, quantizing x once per block, not
 // once per item, and loading an item's first steps during the previous item's store (more items
 // than fit on the GPU at once: the logits, the larger gate_ups).
+// Handed-off rows (cuda/q16_activation.cuh): with xq_in the previous kernel left x quantized, and
+// the warps copy it instead of quantizing; with xq_out the block quantizes its output rows for the
+// next GEMV (times out_norm_w when that one has an input norm): a plain output in 32-row items
+// (kGroups = 4), or a gated one walking runs of 4 consecutive 8-row items (per_block, a multiple
+// of 4: the items of block b are b * per_block ..; 0: items b, b + gridDim.x, ...).
 template <class F, int kGroups, int kWarps, bool kNorm, bool kGridStride>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv_g8_q16_kernel(const float *__restrict__ x, float *__restrict__ y, WeightPtrs w, GemmParams p,
-                       uint32_t total_groups, uint32_t n_items, const float *__restrict__ norm_w, bool late_release) {
+                       uint32_t total_groups, uint32_t n_items, const float *__restrict__ norm_w, bool late_release,
+                       const XQ16Chunk *__restrict__ xq_in, XQ16Chunk *__restrict__ xq_out,
+                       const float *__restrict__ out_norm_w, uint32_t per_block) {
     constexpr int kDepth = 2;
+    __shared__ float gated_stage[32];  // a gated handoff's 4 items of 8 outputs
     using Block = G8Block<F::Layout::kQuantBytes / 16>;
     __shared__ float partial[kWarps][kGroups][kG8Rows];
     __shared__ float sq_by_warp[kWarps];
@@ -111,8 +110,10 @@ __global__ void __launch_bounds__(kWarps * 32)
     // This lane's steps: blocks first, first + stride, ... below n_blocks.
     const uint32_t my_steps = first < n_blocks ? (n_blocks - first + stride - 1) / stride : 0;
 
+    const uint32_t item0 = per_block ? blockIdx.x * per_block : blockIdx.x;
+    const uint32_t item_end = per_block ? min(item0 + per_block, n_items) : n_items;
     const uint8_t *grp[kGroups];
-    g8_item_groups<F, kGroups>(w, p, total_groups, blockIdx.x, grp);
+    g8_item_groups<F, kGroups>(w, p, total_groups, item0, grp);
     const auto load_step = [&](uint32_t s, Block (&dst)[kGroups]) {
         const uint32_t kb = s < my_steps ? first + s * stride : first % n_blocks;
 #pragma unroll
@@ -121,47 +122,57 @@ __global__ void __launch_bounds__(kWarps * 32)
     Block ring[kDepth][kGroups];
 #pragma unroll
     for (int d = 0; d < kDepth; ++d) load_step(d, ring[d]);
+    // A handoff's norm weights (the next GEMV's), by warp 0, which quantizes: weights, so before the wait.
+    const bool gated_handoff = kGroups == 2 && xq_out && p.output_op != kGemmOutputPlain;
+    float out_nw = 1.f;
+    if (kGroups == 4 && xq_out && out_norm_w && warp == 0) out_nw = __ldg(out_norm_w + item0 * 32 + lane);
     pdl_wait_after_loads(K);  // K > 0; the loads above stay before the wait (see common.cuh)
     if (!late_release) pdl_release();
 
-    uint8_t *mine = reinterpret_cast<uint8_t *>(q16_smem) + (size_t)warp * q16_warp_bytes(steps);
-    XQ16Block *xq = reinterpret_cast<XQ16Block *>(mine);
-    float *x_scale = reinterpret_cast<float *>(xq + steps * 4);
-    int *xq_sum = reinterpret_cast<int *>(x_scale + steps * 4);
+    XQ16Chunk *mine = reinterpret_cast<XQ16Chunk *>(q16_smem) + (size_t)warp * steps;
     // Steps of x loaded at once: as many as the registers beside the weight ring allow within the 64
     // per thread that keep these grids' occupancy (Q8_0's two-group ring alone takes 36 of them).
     constexpr uint32_t kXBatch = sizeof(Block) * kGroups > 40 ? 1 : kNorm ? 2 : 4;
-    const float sq = quantize_warp_x<kWarps, kNorm, kXBatch>(x, norm_w, n_blocks, steps, xq, x_scale, xq_sum);
+    const float sq = xq_in ? copy_q16_chunks<kWarps>(xq_in, n_blocks, steps, mine)
+                           : quantize_warp_x<kWarps, kNorm, kXBatch>(x, norm_w, n_blocks, steps, mine);
     if constexpr (kNorm) {
         const float t = warp_sum(sq);
         if (lane == 0) sq_by_warp[warp] = t;  // read after gemv_g8_store's barrier
     }
 
-    for (uint32_t item = blockIdx.x;;) {
+    for (uint32_t item = item0;;) {
+        if (gated_handoff && out_norm_w && item % 4 == 0 && warp == 0)  // arrives long before the run's store
+            out_nw = __ldg(out_norm_w + item * kG8Rows + lane);
         float acc[kGroups] = {};
         for (uint32_t s0 = 0; s0 < my_steps; s0 += kDepth) {
 #pragma unroll
             for (int d = 0; d < kDepth; ++d) {
                 const uint32_t s = s0 + d;
                 if (s < my_steps) {
-                    const XQ16Block xb = xq[s * 4 + kq];
-                    const float xs = x_scale[s * 4 + kq];
-                    const int qs = xq_sum[s * 4 + kq];
+                    const XQ16Block xb = mine[s].q[kq];
+                    const float xs = mine[s].d[kq];
+                    const int qs = mine[s].sum[kq];
 #pragma unroll
                     for (int g = 0; g < kGroups; ++g) acc[g] += F::block_dot_q16(ring[d][g], xb.w, xs, qs);
                     if (s + kDepth < my_steps) load_step(s + kDepth, ring[d]);
                 }
             }
         }
-        if (late_release && item == blockIdx.x) pdl_release();
-        const uint32_t next = item + gridDim.x;
-        if (kGridStride && next < n_items) {  // the ring is free: the next item's first steps
+        if (late_release && item == item0) pdl_release();
+        const uint32_t next = per_block ? item + 1 : item + gridDim.x;
+        if (kGridStride && next < item_end) {  // the ring is free: the next item's first steps
             g8_item_groups<F, kGroups>(w, p, total_groups, next, grp);
 #pragma unroll
             for (int d = 0; d < kDepth; ++d) load_step(d, ring[d]);
         }
-        gemv_g8_store<kGroups, kWarps>(acc, 1.0f, y, p, total_groups, item, partial, kNorm ? sq_by_warp : nullptr);
-        if (!kGridStride || next >= n_items) break;
+        gemv_g8_store<kGroups, kWarps>(acc, 1.0f, y, p, total_groups, item, partial, kNorm ? sq_by_warp : nullptr,
+                                       kGroups == 4 ? xq_out : nullptr, out_nw, out_norm_w != nullptr,
+                                       gated_handoff ? gated_stage + (item % 4) * kG8Rows : nullptr);
+        if (gated_handoff && item % 4 == 3 && warp == 0) {  // 32 outputs: items item - 3 .. item
+            __syncwarp();
+            store_q16_block(xq_out, (item - 3) * kG8Rows, gated_stage[lane], out_nw, out_norm_w != nullptr);
+        }
+        if (!kGridStride || next >= item_end) break;
         __syncthreads();  // partial[] is rewritten by the next item
         item = next;
     }

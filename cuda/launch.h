@@ -43,16 +43,37 @@ struct Workspace {
     size_t l2_bytes = 0;
 };
 
+// A decode activation row handed from one command to the next in the integer GEMV's quantized
+// form (cuda/q16_activation.cuh), set up by CudaDevice::launch_command: the producer is offered
+// `chunks` for the row the next command's GEMV reads (row, len floats; norm_w: that GEMV's input
+// norm weight, or null), writes them if its kernel can and says so through `written`; the GEMV is
+// then launched with q16_in = the same chunks.
+struct Q16Handoff {
+    void *chunks = nullptr;  // null: none
+    const float *row = nullptr;
+    uint32_t len = 0;
+    const float *norm_w = nullptr;
+    bool *written = nullptr;
+};
+
 struct LaunchArgs {
     uint8_t *buffers[DispatchCmd::kMaxBuffers];  // device pointer + offset, in binding order
     const void *params;                          // the command's parameter struct (host memory)
     PatchContext patch;
     cudaStream_t stream;
     const Workspace *workspace;
+    Q16Handoff q16_out;         // offered to this command's output row (producer side)
+    const void *q16_in = nullptr;  // this GEMV's x, already quantized by the previous command
 };
 
 // Enqueues one command on args.stream (possibly several kernels). Throws on invalid shapes.
 using LaunchFn = void (*)(const LaunchArgs &args);
+
+// Whether command `fn` with `a` is a decode GEMV that would run the integer kernel, and so can
+// take its x quantized by the command before it: then *row / *len / *norm_w describe its input.
+bool gemv_takes_q16_input(LaunchFn fn, const LaunchArgs &a, const float **row, uint32_t *len, const float **norm_w);
+// Chunk bytes of a handed-off row of `len` floats.
+size_t q16_handoff_bytes(uint32_t len);
 
 // --- launchers, one per kernel name (names as in the CPU backend; _g8: the g8 layout) -------
 void launch_embedding_f32(const LaunchArgs &);

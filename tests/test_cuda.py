@@ -45,6 +45,12 @@ SPECS["f16_hd256"] = gm.TinySpec("f16_hd256", dtype="F16", hidden=512, n_layers=
                                  head_dim=256, seed=17)
 SPECS["f16_hd320"] = gm.TinySpec("f16_hd320", dtype="F16", hidden=640, n_layers=1, n_heads=2, n_kv_heads=2,
                                  head_dim=320, seed=18)
+# The handoff of decode rows in the integer GEMV's quantized form (cuda/q16_activation.cuh) on a
+# 132-SM GPU (H100 / H200): hidden 2560 (320 g8 groups, over 2 x 132) makes o_proj and down run
+# 32-row items, and ffn 14336 (1792 gate/up items) makes gate_up's one-wave grid walk runs of 4
+# items, so every GEMV of a layer takes its input quantized by the command before it.
+SPECS["q4_0_handoff"] = gm.TinySpec("q4_0_handoff", dtype="Q4_0", hidden=2560, n_heads=20, n_kv_heads=4, head_dim=128,
+                                    ffn=14336, seed=19)
 
 PROMPTS = [
     "Once upon a time, in a small village by the sea, there lived",
@@ -117,6 +123,27 @@ def assert_greedy_match(cpu, cuda, n=32):
 @pytest.mark.parametrize("name", ["f32_untied", "q4_0_tied", "q8_0_untied", "q4_1_untied", "q4_0_wide"])
 def test_greedy_matches_cpu(name, pair):
     assert_greedy_match(*pair(name))
+
+
+@pytest.mark.parametrize("handoff", ["on", "off"])
+def test_quantized_handoff_matches_cpu(handoff, gguf_dir, monkeypatch):
+    """Decode GEMVs that copy their input row as the command before them left it quantized (attention
+    -> o_proj, o_proj -> gate_up, gate_up -> down, down -> the next layer's qkv and the logits;
+    cuda/q16_activation.cuh), and the same model with the handoff switched off
+    (AKUNU_CUDA_Q16_HANDOFF=0), against the CPU."""
+    if handoff == "off":
+        monkeypatch.setenv("AKUNU_CUDA_Q16_HANDOFF", "0")
+    path, _ = gm.build_tiny_gguf(SPECS["q4_0_handoff"], gguf_dir)
+    cpu, cuda = (akunu.Model(str(path), backend=b) for b in ("cpu", "cuda"))
+    # Handoffs are set up when a token's commands are captured: one decode step captures one token.
+    ids = cuda.tokenizer.encode(PROMPTS[0])
+    first = cuda.prefill(ids)
+    before = akunu._core._cuda_q16_handoffs()
+    cuda.decode_step(first)
+    # 2 layers x (attention -> o_proj, o_proj -> gate_up, gate_up -> down, down -> qkv or logits)
+    assert akunu._core._cuda_q16_handoffs() - before == (8 if handoff == "on" else 0)
+    assert_greedy_match(cpu, cuda)
+    assert_logits_match(cpu, cuda)
 
 
 def _steps(model, ids, n):

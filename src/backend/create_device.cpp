@@ -1,4 +1,5 @@
 // Device factory: the only place that knows which backends were compiled in.
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -15,6 +16,16 @@ namespace akunu {
 int cuda_device_count() {
 #ifdef AKUNU_HAS_CUDA
     return cuda::device_count();
+#else
+    return 0;
+#endif
+}
+
+// GEMV commands launched (or captured) so far with their input handed off quantized by the
+// command before them (cuda/q16_activation.cuh); 0 without the CUDA backend. For tests.
+uint64_t cuda_q16_handoffs() {
+#ifdef AKUNU_HAS_CUDA
+    return cuda::q16_handoffs_launched();
 #else
     return 0;
 #endif

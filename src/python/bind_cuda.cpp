@@ -2,14 +2,19 @@
 // backend and a CUDA device is usable (a missing driver just means False).
 #include <nanobind/nanobind.h>
 
+#include <cstdint>
+
 namespace nb = nanobind;
 
 namespace akunu {
 int cuda_device_count();  // src/backend/create_device.cpp
+uint64_t cuda_q16_handoffs();
 }
 
 void bind_cuda(nb::module_ &m) {
     m.def("cuda_available", [] { return akunu::cuda_device_count() > 0; },
           "True when akunu was built with CUDA and a CUDA device is present.");
     m.def("cuda_device_count", [] { return akunu::cuda_device_count(); }, "Number of usable CUDA devices.");
+    m.def("_cuda_q16_handoffs", [] { return akunu::cuda_q16_handoffs(); },
+          "Diagnostic: CUDA decode GEMVs launched so far with their input quantized by the command before.");
 }

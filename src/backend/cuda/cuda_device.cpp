@@ -1,6 +1,7 @@
 #include "backend/cuda/cuda_device.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -55,8 +56,13 @@ constexpr size_t kStagingHalf = 16u << 20;        // bytes per pinned staging ha
 // 16 MB: split-attention partials (decode), or a prefill GEMM's f16 activations (512 x 16384)
 constexpr size_t kWorkspaceFloats = 4u << 20;
 constexpr uint32_t kWorkspaceCounters = 4096;      // split-attention arrival counts, one per head
+constexpr size_t kQ16RowBytes = 1u << 20;          // a handed-off row: up to ~440k floats
+
+std::atomic<uint64_t> g_q16_handoffs{0};
 
 }  // namespace
+
+uint64_t q16_handoffs_launched() { return g_q16_handoffs.load(); }
 
 int device_count() {
     int n = 0;
@@ -104,6 +110,9 @@ CudaDevice::CudaDevice(int device_index) : device_(device_index) {
     workspace_.clusters = prop.major >= 9 && switched_on("AKUNU_CUDA_ATTN_CLUSTER");
     if (const char *v = std::getenv("AKUNU_CUDA_ATTN_MIN_KEYS")) workspace_.attention_min_keys = (uint32_t)std::atoi(v);
     if (const char *v = std::getenv("AKUNU_CUDA_ATTN_WARPS")) workspace_.attention_warps = (uint32_t)std::atoi(v);
+    // AKUNU_CUDA_Q16_HANDOFF=0: every integer GEMV quantizes its own x (no Q16Handoff).
+    if (!switched_off("AKUNU_CUDA_Q16_HANDOFF"))
+        for (void *&rows : q16_rows_) check(cudaMalloc(&rows, kQ16RowBytes), "malloc");
 }
 
 CudaDevice::~CudaDevice() {
@@ -115,6 +124,7 @@ CudaDevice::~CudaDevice() {
         if (e) cudaEventDestroy(e);
     cudaFree(workspace_.data);
     cudaFree(workspace_.counters);
+    for (void *rows : q16_rows_) cudaFree(rows);
     cudaFree(base_position_);
     if (stream_) cudaStreamDestroy(stream_);
 }
@@ -209,8 +219,7 @@ void CudaDevice::read_buffer(void *dst, const Buffer &src, size_t bytes, size_t 
     synchronize();
 }
 
-void CudaDevice::launch_command(const DispatchTable &table, int c, int t) {
-    DispatchCmd patched;
+LaunchArgs CudaDevice::command_args(const DispatchTable &table, int c, int t, DispatchCmd &patched) const {
     const DispatchCmd *cmd = &table.commands[(size_t)c];
     if (cmd->patch == PatchType::TokenOffset || cmd->patch == PatchType::ArgmaxOutput) {
         // Token-slot patches depend on the token index alone: resolved here, once.
@@ -225,12 +234,42 @@ void CudaDevice::launch_command(const DispatchTable &table, int c, int t) {
     args.params = cmd->params;
     // Position patches are applied by the kernel from base_position_ (device memory).
     args.patch = PatchContext{base_position_, (uint32_t)t, cmd->patch};
-    reinterpret_cast<LaunchFn>(cmd->pipeline.handle)(args);
+    return args;
+}
+
+// The quantized handoff (cuda/q16_activation.cuh): when the next command is an integer decode
+// GEMV, this command is offered chunks for the row it reads; if its kernel wrote them, that GEMV
+// copies them instead of quantizing its x. The two row buffers alternate: the GEMV reading one
+// runs (and, through the waits of programmatic dependent launch, completes) before the next
+// producer of that buffer writes.
+void CudaDevice::launch_command(const DispatchTable &table, int c, int t, int next) {
+    DispatchCmd patched, next_patched;
+    LaunchArgs args = command_args(table, c, t, patched);
+    args.q16_in = q16_pending_;
+    if (q16_pending_) ++g_q16_handoffs;
+    q16_pending_ = nullptr;
+    bool written = false;
+    if (next >= 0 && q16_rows_[0]) {
+        const LaunchArgs next_args = command_args(table, next, t, next_patched);
+        const float *row = nullptr, *norm_w = nullptr;
+        uint32_t len = 0;
+        if (gemv_takes_q16_input(reinterpret_cast<LaunchFn>(table.commands[(size_t)next].pipeline.handle), next_args,
+                                 &row, &len, &norm_w) &&
+            q16_handoff_bytes(len) <= kQ16RowBytes)
+            args.q16_out = Q16Handoff{q16_rows_[q16_turn_], row, len, norm_w, &written};
+    }
+    reinterpret_cast<LaunchFn>(table.commands[(size_t)c].pipeline.handle)(args);
+    if (written) {
+        q16_pending_ = q16_rows_[q16_turn_];
+        q16_turn_ ^= 1;
+    }
 }
 
 void CudaDevice::launch_commands(const DispatchTable &table, int count, int begin, int end) {
+    q16_pending_ = nullptr;
     for (int t = 0; t < count; ++t)
-        for (int c = begin; c < end; ++c) launch_command(table, c, t);
+        for (int c = begin; c < end; ++c) launch_command(table, c, t, c + 1 < end ? c + 1 : -1);
+    q16_pending_ = nullptr;
 }
 
 void CudaDevice::encode_dispatch_table(const DispatchTable &table, int start_position, int count, int cmd_begin,
@@ -255,6 +294,7 @@ std::vector<double> CudaDevice::profile_dispatch_table(const DispatchTable &tabl
     for (cudaEvent_t &e : events) check(cudaEventCreate(&e), "event");
     launch_set_u32(base_position_, (uint32_t)position, stream_);
     check(cudaEventRecord(events[0], stream_), "event record");
+    q16_pending_ = nullptr;  // eager and timed one by one: no handoffs
     for (size_t c = 0; c < n; ++c) {
         launch_command(table, (int)c, 0);
         check(cudaEventRecord(events[c + 1], stream_), "event record");

@@ -21,6 +21,9 @@ int device_count();
 // Launcher for a kernel name, or nullptr (kernel_registry.cpp).
 LaunchFn find_launcher(const char *name);
 
+// GEMV commands launched (or captured) with a quantized input handed off by the command before.
+uint64_t q16_handoffs_launched();
+
 class CudaDevice final : public Device {
 public:
     explicit CudaDevice(int device_index = 0);
@@ -50,8 +53,10 @@ public:
 private:
     // Enqueues commands [begin, end) for `count` tokens on stream_ (eagerly, or into a capture).
     void launch_commands(const DispatchTable &table, int count, int begin, int end);
-    // Enqueues command `c` of `table` for token `t` of a replay.
-    void launch_command(const DispatchTable &table, int c, int t);
+    // Enqueues command `c` of `table` for token `t` of a replay; `next` (or -1): the command after
+    // it in this launch sequence, which may take c's output quantized (cuda/q16_activation.cuh).
+    void launch_command(const DispatchTable &table, int c, int t, int next = -1);
+    LaunchArgs command_args(const DispatchTable &table, int c, int t, DispatchCmd &patched) const;
 
     int device_ = 0;
     std::string name_;
@@ -65,6 +70,11 @@ private:
     void *staging_ = nullptr;
     cudaEvent_t staging_done_[2] = {nullptr, nullptr};
     GraphCache graphs_;
+    // Quantized rows handed from a command to the next (Q16Handoff): two buffers used in turn, so
+    // a producer never writes the chunks that the GEMV before it may still be reading.
+    void *q16_rows_[2] = {nullptr, nullptr};
+    int q16_turn_ = 0;
+    const void *q16_pending_ = nullptr;  // chunks written for the next command launched, or null
 };
 
 }  // namespace akunu::cuda

@@ -234,6 +234,7 @@ void launch_gemv_g8(const LaunchArgs &a, const GemmLaunch &l) {
     if (g.integer) {
         const size_t smem = (size_t)warps * q16_warp_bytes(q16_steps(p.K, warps));
         const bool hand_off = !kNorm && can_hand_off<F>(a, p, l, g), gated_off = gated_hand_off(a, p, l, g);
+        const bool produces = hand_off || gated_off;
         const int groups = hand_off ? 4 : two ? 2 : 1;
         auto q16 = g.strided ? gemv_g8_q16_kernel<F, 2, 8, kNorm, true> : q16_kernel<F, kNorm>(groups, warps);
         // A gated handoff walks runs of 4 consecutive items (32 outputs) per block.
@@ -247,9 +248,9 @@ void launch_gemv_g8(const LaunchArgs &a, const GemmLaunch &l) {
         const bool late_release = a.workspace->q16_late_release && blocks * warps * 2 > a.workspace->warp_slots;
         launch_pdl(q16, blocks, warps * 32, smem, a, l.x, l.y, l.w, p, l.total_groups, hand_off ? blocks : items,
                    l.norm_w, late_release, static_cast<const XQ16Chunk *>(a.q16_in),
-                   hand_off || gated_off ? static_cast<XQ16Chunk *>(a.q16_out.chunks) : nullptr,
-                   hand_off || gated_off ? a.q16_out.norm_w : nullptr, per_block);
-        if (hand_off || gated_off) *a.q16_out.written = true;
+                   produces ? static_cast<XQ16Chunk *>(a.q16_out.chunks) : nullptr,
+                   produces ? a.q16_out.norm_w : nullptr, per_block);
+        if (produces) *a.q16_out.written = true;
         return;
     }
     const int threads = warps * 32;

@@ -59,16 +59,16 @@ __device__ __forceinline__ float quantize_warp_x(const float *__restrict__ x, co
             float amax = fmaxf(fmaxf(fabsf(v[i].x), fabsf(v[i].y)), fmaxf(fabsf(v[i].z), fabsf(v[i].w)));
 #pragma unroll
             for (int o = 1; o < 8; o <<= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-            const float d = amax / 32767.f, inv = d != 0.f ? 1.0f / d : 0.f;
-            const int q0 = (int)roundf(__fmul_rn(v[i].x, inv)), q1 = (int)roundf(__fmul_rn(v[i].y, inv));
-            const int q2 = (int)roundf(__fmul_rn(v[i].z, inv)), q3 = (int)roundf(__fmul_rn(v[i].w, inv));
+            const Q16Scale sc = q16_scale(amax);
+            const int q0 = q16_quantize(v[i].x, sc.inv), q1 = q16_quantize(v[i].y, sc.inv);
+            const int q2 = q16_quantize(v[i].z, sc.inv), q3 = q16_quantize(v[i].w, sc.inv);
             int sum = q0 + q1 + q2 + q3;
 #pragma unroll
             for (int o = 1; o < 8; o <<= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
             reinterpret_cast<int2 *>(mine[s].q[kq].w)[sub] = make_int2((int)(((uint32_t)q0 & 0xFFFFu) | ((uint32_t)q1 << 16)),
                                                                        (int)(((uint32_t)q2 & 0xFFFFu) | ((uint32_t)q3 << 16)));
             if (sub == 0) {
-                mine[s].d[kq] = d;
+                mine[s].d[kq] = sc.d;
                 mine[s].sum[kq] = sum;
             }
         }

@@ -45,6 +45,17 @@ constexpr uint32_t kXQ16ChunkPieces = sizeof(XQ16Chunk) / 16;
 
 __host__ __device__ __forceinline__ uint32_t xq16_chunks(uint32_t K) { return (K / 32 + 3) / 4; }
 
+// The quantization itself, shared by the producers here and the GEMV's own (quantize_warp_x), so
+// both give the same integers: from a block's max |v|, the scale d and its inverse; then each q.
+struct Q16Scale {
+    float d, inv;
+};
+__device__ __forceinline__ Q16Scale q16_scale(float amax) {
+    const float d = amax / 32767.f;
+    return {d, d != 0.f ? 1.0f / d : 0.f};
+}
+__device__ __forceinline__ int q16_quantize(float v, float inv) { return (int)roundf(__fmul_rn(v, inv)); }
+
 // The 32 lanes of a warp hold elements base .. base + 31 of the row (lane i: element base + i;
 // base % 32 == 0): quantize them into their block, times the lane's norm weight nw when `normed`.
 // Every lane of the warp must call it.
@@ -55,8 +66,8 @@ __device__ __forceinline__ void store_q16_block(XQ16Chunk *__restrict__ chunks, 
     float amax = fabsf(v);
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-    const float d = amax / 32767.f, inv = d != 0.f ? 1.0f / d : 0.f;
-    const int q = (int)roundf(__fmul_rn(v, inv));
+    const Q16Scale sc = q16_scale(amax);
+    const int q = q16_quantize(v, sc.inv);
     int sum = q;
     float ss = x * x;
 #pragma unroll
@@ -67,7 +78,7 @@ __device__ __forceinline__ void store_q16_block(XQ16Chunk *__restrict__ chunks, 
     XQ16Chunk &c = chunks[kb / 4];
     reinterpret_cast<short *>(c.q[kb % 4].w)[lane] = (short)q;
     if (lane == 0) {
-        c.d[kb % 4] = d;
+        c.d[kb % 4] = sc.d;
         c.sum[kb % 4] = sum;
         c.ss[kb % 4] = ss;
     }

@@ -146,6 +146,11 @@ __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, uint32_
     const uint32_t a = (uint32_t)__cvta_generic_to_shared(smem);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(a), "l"(gmem), "r"(src_bytes));
 }
+// The same through L1 (.ca): for rows that many blocks of an SM read at once.
+__device__ __forceinline__ void cp_async16_l1(void *smem, const void *gmem, uint32_t src_bytes) {
+    const uint32_t a = (uint32_t)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;" ::"r"(a), "l"(gmem), "r"(src_bytes));
+}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
 // Waits until at most n of this thread's most recent groups are still in flight.

@@ -91,9 +91,14 @@ __device__ __forceinline__ float quantize_warp_x(const float *__restrict__ x, co
 // next GEMV (times out_norm_w when that one has an input norm): a plain output in 32-row items
 // (kGroups = 4), or a gated one walking runs of 4 consecutive 8-row items (per_block, a multiple
 // of 4: the items of block b are b * per_block ..; 0: items b, b + gridDim.x, ...).
+// w and p are __grid_constant__: the body takes their addresses (slot_group, gemv_g8_store), and
+// without it the compiler may copy them to local memory (it does once cp.async's asm is in the
+// kernel). Even before cp.async, with no local copy in the kernels, H100 tg128 t/s plain /
+// __grid_constant__ (one build each, benched alternately): 8B shape 524.3 / 536.5, 1B 2113 / 2221.
 template <class F, int kGroups, int kWarps, bool kNorm, bool kGridStride>
 __global__ void __launch_bounds__(kWarps * 32)
-    gemv_g8_q16_kernel(const float *__restrict__ x, float *__restrict__ y, WeightPtrs w, GemmParams p,
+    gemv_g8_q16_kernel(const float *__restrict__ x, float *__restrict__ y, const __grid_constant__ WeightPtrs w,
+                       const __grid_constant__ GemmParams p,
                        uint32_t total_groups, uint32_t n_items, const float *__restrict__ norm_w, bool late_release,
                        const XQ16Chunk *__restrict__ xq_in, XQ16Chunk *__restrict__ xq_out,
                        const float *__restrict__ out_norm_w, uint32_t per_block) {

@@ -11,7 +11,8 @@ namespace akunu::cuda {
 namespace {
 
 template <class Act>
-__global__ void gated_kernel(const float *__restrict__ gate_up, float *__restrict__ out, GatedActParams p) {
+__global__ void gated_kernel(const float *__restrict__ gate_up, float *__restrict__ out,
+                             const __grid_constant__ GatedActParams p) {
     pdl_enter();
     const size_t n = (size_t)p.rows * p.ffn_dim;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
@@ -23,7 +24,8 @@ __global__ void gated_kernel(const float *__restrict__ gate_up, float *__restric
 
 // Same, four columns per thread (ffn_dim % 4 == 0): one 16-byte load of gate and of up.
 template <class Act>
-__global__ void gated_vec4_kernel(const float4 *__restrict__ gate_up, float4 *__restrict__ out, GatedActParams p) {
+__global__ void gated_vec4_kernel(const float4 *__restrict__ gate_up, float4 *__restrict__ out,
+                                  const __grid_constant__ GatedActParams p) {
     pdl_enter();
     const uint32_t f4 = p.ffn_dim / 4;
     const size_t n = (size_t)p.rows * f4;

@@ -40,8 +40,8 @@ __device__ __forceinline__ void block_best(float &v, uint32_t &idx, float *vals,
 // float4 per thread of 12 blocks: no serial walk); the last block to finish reduces the blocks'
 // results and writes the token.
 __global__ void __launch_bounds__(kArgmaxThreads)
-    argmax_kernel(const float *__restrict__ x, uint32_t *__restrict__ out, ArgmaxParams p, float *block_vals,
-                  uint32_t *block_idxs, unsigned *done_blocks) {
+    argmax_kernel(const float *__restrict__ x, uint32_t *__restrict__ out, const __grid_constant__ ArgmaxParams p,
+                  float *block_vals, uint32_t *block_idxs, unsigned *done_blocks) {
     pdl_enter();
     __shared__ float vals[32];
     __shared__ uint32_t idxs[32];

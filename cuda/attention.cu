@@ -51,7 +51,8 @@ struct VMap {
 
 __global__ void __launch_bounds__(kThreads)
     attention_rows_kernel(const float *__restrict__ q_all, const __half *__restrict__ k_cache,
-                          const __half *__restrict__ v_cache, float *__restrict__ out, AttentionParams p, PatchContext pc) {
+                          const __half *__restrict__ v_cache, float *__restrict__ out,
+                          const __grid_constant__ AttentionParams p, const __grid_constant__ PatchContext pc) {
     extern __shared__ float smem[];
     const uint32_t hd = p.head_dim;
     float *q_s = smem;            // [hd]        q * scale

@@ -250,6 +250,7 @@ __device__ __forceinline__ void warp_scores(const float (&q)[kDpl], const RowSli
 }
 
 // kDpl: head dims per lane (head_dim <= 32 kDpl); kB: keys per warp per step; kWarps: warps per block.
+// Plain by-value parameters, unlike the other kernels (measured slower with __grid_constant__: common.cuh).
 template <class Pairs, int kDpl, int kB, int kWarps>
 __global__ void __launch_bounds__(kWarps * 32)
     attention_decode_kernel(const float *__restrict__ q_all, __half *__restrict__ k_cache, __half *__restrict__ v_cache,

@@ -23,8 +23,8 @@ constexpr float kLog2e = 1.4426950408889634f;
 template <int HD>
 __global__ void __launch_bounds__(kWarps * 32)
     attention_prefill_kernel(const float *__restrict__ q_all, const __half *__restrict__ k_cache,
-                             const __half *__restrict__ v_cache, float *__restrict__ out, AttentionParams p,
-                             PatchContext pc) {
+                             const __half *__restrict__ v_cache, float *__restrict__ out,
+                             const __grid_constant__ AttentionParams p, const __grid_constant__ PatchContext pc) {
     pdl_enter();
     static_assert(HD % 16 == 0 && kTileRows == kChunkKeys, "the Q tile is staged in the key buffer");
     constexpr int LD = HD + 8;  // halves per shared row: the 8 rows of an ldmatrix hit distinct banks

@@ -5,7 +5,8 @@ namespace akunu::cuda {
 
 namespace {
 
-__global__ void bias_add_kernel(float *__restrict__ x, const float *__restrict__ bias, BiasAddParams p) {
+__global__ void bias_add_kernel(float *__restrict__ x, const float *__restrict__ bias,
+                                const __grid_constant__ BiasAddParams p) {
     pdl_enter();
     const size_t n = (size_t)p.rows * p.n;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {

@@ -22,7 +22,7 @@ __device__ __forceinline__ void store_half(float *dst, const float (&v)[16], flo
 
 template <class Fmt>
 __global__ void embedding_kernel(const uint32_t *__restrict__ ids, const uint8_t *__restrict__ table,
-                                 float *__restrict__ out, EmbeddingParams p) {
+                                 float *__restrict__ out, const __grid_constant__ EmbeddingParams p) {
     pdl_enter();
     const uint32_t r = blockIdx.x;
     const uint32_t id = min(ids[r], p.vocab_size - 1);  // ids were validated on the host
@@ -39,7 +39,7 @@ __global__ void embedding_kernel(const uint32_t *__restrict__ ids, const uint8_t
 // The g8 layout (cuda/layout_g8.h): token id -> its group and row in it; same thread mapping.
 template <class F>
 __global__ void embedding_g8_kernel(const uint32_t *__restrict__ ids, const uint8_t *__restrict__ table,
-                                    float *__restrict__ out, EmbeddingParams p) {
+                                    float *__restrict__ out, const __grid_constant__ EmbeddingParams p) {
     pdl_enter();
     const uint32_t r = blockIdx.x;
     const uint32_t id = min(ids[r], p.vocab_size - 1);

@@ -80,7 +80,8 @@ constexpr int kTileLd = kTileK + 8;  // halves per shared row: 80 bytes, so ldma
 // kXHalf: x is [M, K] f16 (to_half_rows_kernel), else f32 rows of p.x_row_bytes.
 template <class Loader, int BM, bool kXHalf>
 __global__ void __launch_bounds__(kTileThreads, 2)
-    gemm_mma_kernel(const void *__restrict__ x_in, float *__restrict__ y, WeightPtrs w, GemmParams p) {
+    gemm_mma_kernel(const void *__restrict__ x_in, float *__restrict__ y, const __grid_constant__ WeightPtrs w,
+                    const __grid_constant__ GemmParams p) {
     pdl_enter();
     constexpr int WM = BM / 2, MF = WM / 16;          // warp tile rows, m16 fragments per warp
     constexpr int XF4 = kXHalf ? 1 : BM * kTileK / 4 / kTileThreads;  // f32: float4 per thread per step

@@ -103,7 +103,8 @@ __device__ __forceinline__ bool slot_row(const GemmParams &p, uint32_t total_row
 
 template <class Fmt, int kRows, bool kNorm>
 __global__ void __launch_bounds__(kGemvWarps * 32)
-    gemv_rows_kernel(const float *__restrict__ x, float *__restrict__ y, WeightPtrs w, GemmParams p, uint32_t total_rows,
+    gemv_rows_kernel(const float *__restrict__ x, float *__restrict__ y, const __grid_constant__ WeightPtrs w,
+                     const __grid_constant__ GemmParams p, uint32_t total_rows,
                      const float *__restrict__ norm_w) {
     pdl_enter();
     __shared__ float partial[kGemvWarps][kRows];
@@ -304,7 +305,8 @@ __device__ __forceinline__ void g8_item_groups(const WeightPtrs &w, const GemmPa
 // groups) before it waits for the previous kernel (PDL).
 template <class F, int kGroups, int kWarps, bool kNorm>
 __global__ void __launch_bounds__(kWarps * 32)
-    gemv_g8_kernel(const float *__restrict__ x, float *__restrict__ y, WeightPtrs w, GemmParams p, uint32_t total_groups,
+    gemv_g8_kernel(const float *__restrict__ x, float *__restrict__ y, const __grid_constant__ WeightPtrs w,
+                   const __grid_constant__ GemmParams p, uint32_t total_groups,
                    uint32_t n_items, const float *__restrict__ norm_w, bool prefetch) {
     __shared__ float partial[kWarps][kGroups][kG8Rows];
     __shared__ float red[32];

@@ -91,10 +91,8 @@ __device__ __forceinline__ float quantize_warp_x(const float *__restrict__ x, co
 // next GEMV (times out_norm_w when that one has an input norm): a plain output in 32-row items
 // (kGroups = 4), or a gated one walking runs of 4 consecutive 8-row items (per_block, a multiple
 // of 4: the items of block b are b * per_block ..; 0: items b, b + gridDim.x, ...).
-// w and p are __grid_constant__: the body takes their addresses (slot_group, gemv_g8_store), and
-// without it the compiler may copy them to local memory (it does once cp.async's asm is in the
-// kernel). Even before cp.async, with no local copy in the kernels, H100 tg128 t/s plain /
-// __grid_constant__ (one build each, benched alternately): 8B shape 524.3 / 536.5, 1B 2113 / 2221.
+// w and p are __grid_constant__ (common.cuh says why); here it also keeps the compiler from
+// copying p to local memory, which it does for a plain p once cp.async's asm is in the kernel.
 template <class F, int kGroups, int kWarps, bool kNorm, bool kGridStride>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv_g8_q16_kernel(const float *__restrict__ x, float *__restrict__ y, const __grid_constant__ WeightPtrs w,

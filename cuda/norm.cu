@@ -17,7 +17,7 @@ constexpr int kMaxVecsPerThread = 8;  // float4s held in registers: dim <= 8192 
 template <bool kAccumulate>
 __global__ void __launch_bounds__(kNormThreads)
     rmsnorm_vec4_kernel(const float *__restrict__ x, const float *__restrict__ w, float *__restrict__ y,
-                        RMSNormParams p) {
+                        const __grid_constant__ RMSNormParams p) {
     pdl_enter();
     __shared__ float red[32];
     const float4 *xr = reinterpret_cast<const float4 *>(x + (size_t)blockIdx.x * p.x_stride);
@@ -58,7 +58,8 @@ __global__ void __launch_bounds__(kNormThreads)
 // Any dim and stride: two passes over the row.
 template <bool kAccumulate>
 __global__ void __launch_bounds__(kNormThreads)
-    rmsnorm_kernel(const float *__restrict__ x, const float *__restrict__ w, float *__restrict__ y, RMSNormParams p) {
+    rmsnorm_kernel(const float *__restrict__ x, const float *__restrict__ w, float *__restrict__ y,
+                   const __grid_constant__ RMSNormParams p) {
     pdl_enter();
     __shared__ float red[32];
     const float *xr = x + (size_t)blockIdx.x * p.x_stride;
@@ -75,7 +76,7 @@ __global__ void __launch_bounds__(kNormThreads)
 
 // Block = one warp = one head of one token row (Q heads first, then K heads).
 __global__ void head_rmsnorm_kernel(float *__restrict__ qkv, const float *__restrict__ q_w,
-                                    const float *__restrict__ k_w, HeadNormParams p) {
+                                    const float *__restrict__ k_w, const __grid_constant__ HeadNormParams p) {
     pdl_enter();
     const uint32_t heads = p.n_heads + p.n_kv_heads;
     const uint32_t r = blockIdx.x / heads, h = blockIdx.x % heads;

@@ -14,7 +14,8 @@ namespace {
 // decode row's few thousand items are spread over several blocks (one SM alone is latency bound).
 template <class Pairs>
 __global__ void rope_kv_kernel(float *__restrict__ qkv, __half *__restrict__ k_cache, __half *__restrict__ v_cache,
-                               const float *__restrict__ inv_freq, RopeKVParams p, PatchContext pc) {
+                               const float *__restrict__ inv_freq, const __grid_constant__ RopeKVParams p,
+                               const __grid_constant__ PatchContext pc) {
     pdl_enter();
     const uint32_t r = blockIdx.x;
     const uint32_t pos = resolve_position(p.position, pc) + r;

@@ -5,7 +5,7 @@ namespace akunu::cuda {
 
 namespace {
 
-__global__ void softcap_kernel(float *__restrict__ x, SoftcapParams p) {
+__global__ void softcap_kernel(float *__restrict__ x, const __grid_constant__ SoftcapParams p) {
     pdl_enter();
     const size_t n = (size_t)p.rows * p.n;
     const float inv_cap = 1.0f / p.cap;

@@ -91,12 +91,12 @@ __device__ __forceinline__ void store_q16_block(XQ16Chunk *__restrict__ chunks, 
 }
 
 // Warp `warp` of a GEMV of kWarps warps reads chunks warp, warp + kWarps, ... (its steps): copies
-// them from the producer's row into its shared-memory slice with cp.async, every piece in flight at
-// once and no registers held (the weight ring already is), through L1, which the SM's blocks
-// reading the same row share. H100 tg128 t/s against loads into registers, 4 pieces a lane per
-// round trip (both kernels with __grid_constant__ parameters, cuda/gemv_q16.cuh): 8B shape 536.5 ->
-// 542.2; with cp.async.cg (L2 only) 475.8. Returns the lane's share of the sum of x^2 over the
-// warp's blocks below n_blocks (the warps' shares add up to the row's).
+// them from the producer's row into its shared-memory slice with cp.async: every piece in flight at
+// once, no registers taken beside the weight ring, and through L1 (an SM's blocks all read the same
+// chunks). H100 tg128 t/s against loads into registers, 4 pieces a lane per round trip (both
+// kernels with __grid_constant__ parameters, cuda/gemv_q16.cuh): 8B shape 536.5 -> 542.2; with
+// cp.async.cg (L2 only) 475.8. Returns the lane's share of the sum of x^2 over the warp's blocks
+// below n_blocks (the warps' shares add up to the row's).
 template <int kWarps>
 __device__ __forceinline__ float copy_q16_chunks(const XQ16Chunk *__restrict__ src, uint32_t n_blocks, uint32_t steps,
                                                  XQ16Chunk *mine) {

@@ -518,7 +518,7 @@ void launch_decode(const LaunchArgs &a, const AttentionParams &p, const RopeInpu
     // The o_proj GEMV after it may take the output quantized (cuda/q16_activation.cuh): one row,
     // whole 32-element blocks per head, and exactly the row that GEMV reads.
     const Q16Handoff &ho = a.q16_out;
-    const bool hand_off = ho.chunks && p.rows == 1 && hd % 32 == 0 && ho.row == out && ho.len == p.n_heads * hd;
+    const bool hand_off = p.rows == 1 && hd % 32 == 0 && ho.offered_for(out, p.n_heads * hd);
     launch_pdl_clustered(kernel, dim3(p.n_heads, 1, n_splits), kWarps * 32, smem, dim3(1, 1, in_cluster ? n_splits : 1),
                          a, q, k, v, out, a.workspace->data, p, ri, a.patch, n_splits, a.workspace->counters, min_keys,
                          in_cluster, hand_off ? static_cast<XQ16Chunk *>(ho.chunks) : nullptr,

@@ -181,8 +181,7 @@ G8Plan plan_gemv_g8(const LaunchArgs &a, const GemmParams &p, uint32_t total_gro
 // 32-row items (four groups, a one-part output; can_hand_off) in a grid that still fits on the
 // GPU at once.
 bool hands_off_row(const LaunchArgs &a, const GemmParams &p, const GemmLaunch &l) {
-    const Q16Handoff &out = a.q16_out;
-    return out.chunks && p.M == 1 && p.N[0] % 32 == 0 && out.len == p.N[0] && out.row == l.y + p.y_col[0];
+    return p.M == 1 && a.q16_out.offered_for(l.y + p.y_col[0], p.N[0]);
 }
 bool gated_hand_off(const LaunchArgs &a, const GemmParams &p, const GemmLaunch &l, const G8Plan &g) {
     return g.integer && g.strided && g.per_block % 4 == 0 && p.output_op != kGemmOutputPlain && hands_off_row(a, p, l);

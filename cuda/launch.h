@@ -54,6 +54,9 @@ struct Q16Handoff {
     uint32_t len = 0;
     const float *norm_w = nullptr;
     bool *written = nullptr;
+
+    // Whether the offer is for exactly the row of `n` floats at `out`, in whole 32-element blocks.
+    bool offered_for(const float *out, uint32_t n) const { return chunks && row == out && len == n && n % 32 == 0; }
 };
 
 struct LaunchArgs {

@@ -14,7 +14,8 @@ namespace akunu::cuda {
 // (Position, KVSeqLen, PosAndKV) are applied by the kernel itself at entry from device memory:
 // position = *base_position + token_index. One captured graph therefore serves every start
 // position; the host only rewrites *base_position before a replay. TokenOffset/ArgmaxOutput
-// depend on token_index alone and are resolved on the host (into the buffer pointers).
+// depend on token_index alone and are resolved on the host (into the buffer pointers);
+// SampleOutput's slot and chain index too, its position by the kernel.
 struct PatchContext {
     const uint32_t *base_position;  // device memory: the table's start position
     uint32_t token_index;           // which token of the replay this command belongs to
@@ -22,7 +23,8 @@ struct PatchContext {
 };
 
 // Workspace the device lends to kernels that need more than their buffers: split-attention
-// partials, argmax's block results (the last 128 floats), a prefill GEMM's f16 activations.
+// partials, argmax's or the sampler's block results (the last 128 floats), a prefill GEMM's f16
+// activations.
 // Commands run one after another, so they take turns with it.
 struct Workspace {
     float *data = nullptr;
@@ -113,6 +115,7 @@ void launch_attention_rope_interleaved_f16kv(const LaunchArgs &);
 void launch_attention_rope_neox_f16kv(const LaunchArgs &);
 void launch_silu_mul_f32(const LaunchArgs &);
 void launch_argmax_f32(const LaunchArgs &);
+void launch_sample_f32(const LaunchArgs &);
 
 // Writes `value` into device memory `dst` on `stream` (stream-ordered, graph-safe).
 void launch_set_u32(uint32_t *dst, uint32_t value, cudaStream_t stream);

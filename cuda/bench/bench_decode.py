@@ -113,6 +113,8 @@ def main():
     ap.add_argument("-d", "--depth", type=int, default=0, help="tokens already in the context when tg starts "
                     "(as llama-bench -d); 0: a 16-token prompt")
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--sampling", default="", help="also time sampled decode against greedy, both through "
+                    "generate_tokens, e.g. 'temperature=0.8,top_k=40,top_p=0.95'")
     a = ap.parse_args()
 
     import akunu
@@ -148,6 +150,26 @@ def main():
     depth = f"@d{a.depth}" if a.depth else ""
     print(f"RESULT {a.shape} {a.dtype} backend={a.backend} tg{a.n}{depth} {statistics.median(tg):.1f} t/s "
           f"(min {min(tg):.1f} max {max(tg):.1f})  pp{a.p} {statistics.median(pp):.1f} t/s", flush=True)
+    if a.sampling:
+        kw = {k: (int(v) if k in ("top_k", "seed") else float(v))
+              for k, v in (item.split("=") for item in a.sampling.split(","))}
+        kw.setdefault("seed", 1)
+
+        def generate_once(**sampling):
+            # Decode t/s from the session's stats: steps run / time in chained replays (an
+            # end-of-generation token drawn by the random model would end it early: count steps).
+            m.generate_tokens(prompt[:16], max_tokens=a.n + 1, **sampling)
+            return m.stats.decode_tokens_per_sec, m.stats.decode_steps
+
+        generate_once(), generate_once(**kw)  # warm-up: the sampled table's graphs
+        greedy, sampled = [], []
+        for _ in range(a.r):  # alternately, so drift hits both
+            greedy.append(generate_once())
+            sampled.append(generate_once(**kw))
+        g = statistics.median(t for t, _ in greedy)
+        s_ = statistics.median(t for t, _ in sampled)
+        print(f"RESULT-SAMPLED {a.shape} {a.dtype} tg{a.n} greedy {g:.1f} t/s, sampled ({a.sampling}) {s_:.1f} t/s "
+              f"= {s_ / g:.3f}x; decode steps {[n for _, n in sampled]}", flush=True)
     if a.profile:
         m.reset()
         first = m.prefill(prompt[:16])

@@ -102,8 +102,10 @@ class Model(_core.Model):
                  stop: str | Iterable[str] | None = None) -> str:
         """Complete `prompt` (text, or token ids) and return the generated text.
 
-        temperature 0 is greedy decoding (chained on the device); otherwise tokens are sampled
-        with top_k / top_p / min_p / repeat_penalty, reproducibly for a given seed. Generation ends
+        temperature 0 is greedy decoding; otherwise tokens are sampled with top_k / top_p / min_p /
+        repeat_penalty by a Gumbel-max draw, reproducibly for a given seed (the same tokens on every
+        backend, up to the backends' rounding of the logits). Both are chained on the device, many
+        tokens per replay of the dispatch table. Generation ends
         at an end-of-generation token, after max_tokens, or before the first `stop` string.
         """
         with self._session_lock:

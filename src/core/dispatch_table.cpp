@@ -14,6 +14,7 @@ const char *patch_type_name(PatchType p) {
         case PatchType::KVSeqLen: return "kv_seq_len";
         case PatchType::PosAndKV: return "pos_and_kv";
         case PatchType::ArgmaxOutput: return "argmax_output";
+        case PatchType::SampleOutput: return "sample_output";
     }
     return "?";
 }

@@ -20,6 +20,10 @@ enum class PatchType : uint8_t {
     KVSeqLen,      // u32 at params[patch_offset_1] = position + 1
     PosAndKV,      // position at patch_offset_1 and position + 1 at patch_offset_2
     ArgmaxOutput,  // offsets[1] += 4 * (token_index + 1)  (argmax writes token slot i + 1)
+    // The sampler writes slot i + 1 (offsets[1] as ArgmaxOutput) and draws the token of position
+    // + 1 with i draws of the replay before it: u32 at params[patch_offset_1] = position + 1,
+    // u32 at params[patch_offset_2] = token_index.
+    SampleOutput,
 };
 
 const char *patch_type_name(PatchType p);
@@ -106,6 +110,13 @@ inline void apply_patch(const DispatchCmd &cmd, int token_index, int position, D
             break;
         }
         case PatchType::ArgmaxOutput: out.offsets[1] += 4u * (uint32_t)(token_index + 1); break;
+        case PatchType::SampleOutput: {
+            out.offsets[1] += 4u * (uint32_t)(token_index + 1);
+            uint32_t p = (uint32_t)position + 1, i = (uint32_t)token_index;
+            std::memcpy(out.params + cmd.patch_offset_1, &p, 4);
+            std::memcpy(out.params + cmd.patch_offset_2, &i, 4);
+            break;
+        }
     }
 }
 

@@ -146,4 +146,13 @@ struct ArgmaxParams {
     uint32_t n;
 };
 
+// Draws one token by the sampling rule (core/sampling_rule.h), penalizing the logits in place.
+// buffers: 0 logits F32 [n], 1 token ids (u32; writes one slot; the `chain_index` slots before it
+// hold this replay's earlier draws), 2 the sampling buffer (SamplingRule, SamplingCut, tokens)
+struct SampleParams {
+    uint32_t n;
+    uint32_t position;     // absolute index of the drawn token (patched: position + 1)
+    uint32_t chain_index;  // draws of this replay before this one (patched: token index)
+};
+
 }  // namespace akunu

@@ -1,9 +1,11 @@
 #include "core/scratch.h"
 
+#include "core/sampling_rule.h"
+
 namespace akunu {
 
 ScratchBuffers ScratchBuffers::create(Device &device, const ModelConfig &cfg, int max_rows, int max_logits_rows,
-                                      int token_slots, size_t act_q_row_bytes) {
+                                      int token_slots, size_t act_q_row_bytes, int recent_tokens) {
     ScratchBuffers s;
     s.max_rows = max_rows;
     s.max_logits_rows = max_logits_rows;
@@ -18,11 +20,12 @@ ScratchBuffers ScratchBuffers::create(Device &device, const ModelConfig &cfg, in
     s.gate_up = device.allocate(rows * 2 * cfg.ffn_dim * f);
     s.ffn_act = device.allocate(rows * cfg.ffn_dim * f);
     s.logits = device.allocate((size_t)max_logits_rows * cfg.vocab_size * f);
+    s.sampling = device.allocate(sampling_buffer_bytes((size_t)recent_tokens));
     return s;
 }
 
 void ScratchBuffers::release(Device &device) {
-    for (Buffer *b : {&token_ids, &residual, &normed, &act_q, &qkv, &attn_out, &gate_up, &ffn_act, &logits})
+    for (Buffer *b : {&token_ids, &residual, &normed, &act_q, &qkv, &attn_out, &gate_up, &ffn_act, &logits, &sampling})
         device.free_buffer(*b);
 }
 

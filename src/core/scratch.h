@@ -23,10 +23,12 @@ struct ScratchBuffers {
     Buffer gate_up;    // [rows, 2 ffn_dim]
     Buffer ffn_act;    // [rows, ffn_dim]
     Buffer logits;     // [max_logits_rows, vocab]
+    Buffer sampling;   // the sampling rule, its cut and the latest tokens (core/sampling_rule.h)
 
-    // act_q_row_bytes: the widest converted activation row (K = max(dim, q_dim, ffn_dim)).
+    // act_q_row_bytes: the widest converted activation row (K = max(dim, q_dim, ffn_dim));
+    // recent_tokens: how many latest tokens the sampling buffer holds (the context length).
     static ScratchBuffers create(Device &device, const ModelConfig &cfg, int max_rows, int max_logits_rows,
-                                 int token_slots, size_t act_q_row_bytes);
+                                 int token_slots, size_t act_q_row_bytes, int recent_tokens);
     void release(Device &device);
 };
 

@@ -388,17 +388,52 @@ private:
                 .emit();
         }
         if (s_.all_logits) return;
+        if (s_.sample)
+            emit_sample(table_, c_, s_);
+        else
+            emit_argmax();
+    }
+
+    void emit_argmax() {
         ArgmaxParams p{};
-        p.n = cfg.vocab_size;
+        p.n = c_.config.vocab_size;
         CmdBuilder b(table_, c_.device, "argmax_f32", {1, 1, 1});
         // Decode: token i's argmax fills slot i + 1 (patched). Prefill: the slot after the prompt.
         b.buf(c_.scratch.logits).buf(c_.scratch.token_ids, s_.patched ? 0 : 4u * rows()).params(p).label("argmax");
         if (s_.patched) b.patch(PatchType::ArgmaxOutput);
         b.emit();
     }
+
+public:
+    // The sampler in the argmax's place: the same token slot, drawn from the same logits.
+    static void emit_sample(DispatchTable &table, const ModelContext &c, const ForwardSpec &s) {
+        SampleParams p{};
+        p.n = c.config.vocab_size;
+        p.position = (uint32_t)(s.start_position + s.rows);
+        p.chain_index = 0;
+        CmdBuilder b(table, c.device, "sample_f32", {1, 1, 1});
+        b.buf(c.scratch.logits).buf(c.scratch.token_ids, s.patched ? 0 : 4u * (uint32_t)s.rows).buf(c.scratch.sampling);
+        b.params(p).label("sample");
+        if (s.patched)
+            b.patch(PatchType::SampleOutput, offsetof(SampleParams, position), offsetof(SampleParams, chain_index));
+        b.emit();
+    }
 };
 
 }  // namespace
+
+DispatchTable with_sampler(const DispatchTable &decode_table, const ModelContext &ctx) {
+    if (decode_table.commands.empty() || decode_table.commands.back().patch != PatchType::ArgmaxOutput)
+        throw AkunuError("internal: with_sampler needs a decode table that ends in its argmax");
+    DispatchTable table = decode_table;
+    table.commands.pop_back();
+    table.labels.pop_back();
+    table.kernel_names.pop_back();
+    ForwardSpec spec;
+    spec.patched = true;
+    ForwardBuilder::emit_sample(table, ctx, spec);
+    return table;
+}
 
 DispatchTable build_forward_table(const ModelContext &ctx, const ForwardSpec &spec) {
     if (spec.rows < 1 || spec.rows > ctx.scratch.max_rows)

@@ -17,6 +17,7 @@ struct ForwardSpec {
     int start_position = 0;   // position of the first token (ignored when patched)
     bool patched = false;     // decode table: position, token slot and KV length patched per token
     bool all_logits = false;  // logits for every row into scratch.logits (evaluation); else last row + argmax
+    bool sample = false;      // the last row's token is drawn by the sampling rule (scratch.sampling), not argmax
 };
 
 struct ModelContext {
@@ -39,5 +40,9 @@ inline DispatchTable build_dispatch_table(const ModelContext &ctx) {
     table.persistent = true;  // built once at load, replayed for every token
     return table;
 }
+
+// The sampled decode table: `decode_table` with its argmax replaced by the sampler, so sampled
+// decode chains like greedy decode (token i's draw feeding token i + 1 on the device).
+DispatchTable with_sampler(const DispatchTable &decode_table, const ModelContext &ctx);
 
 }  // namespace akunu

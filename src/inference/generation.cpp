@@ -1,6 +1,6 @@
-// A generation session: prefill, then greedy chain decode (N tokens per replay, the argmax of
-// token i feeding token i + 1 on the device) or sampled decode (one replay per token, sampling
-// on the host), with timing for GenerationStats.
+// A generation session: prefill, then chain decode, N tokens per replay with token i's
+// choice feeding token i + 1 on the device: argmax for plain greedy decoding, the sampler
+// (core/sampling_rule.h) otherwise. Timing for GenerationStats.
 #include <algorithm>
 #include <chrono>
 
@@ -26,43 +26,54 @@ void Model::begin_generation(const std::vector<int32_t> &prompt, int max_tokens,
     stats_.prompt_tokens = (int)prompt.size();
     gen_.max_tokens = max_tokens;
     gen_.sampling = sampling;
-    gen_.sampler = std::make_unique<Sampler>(sampling);
     gen_.history = prompt;
     gen_.finished = max_tokens == 0;
     gen_.finish_reason = gen_.finished ? "length" : "";
     if (gen_.finished) return;
 
     Clock::time_point t0 = Clock::now();
-    int32_t greedy_next = prefill(prompt);
-    gen_.next_input = sampling.greedy() && sampling.repeat_penalty == 1.f ? greedy_next : sample_next(gen_.history);
+    gen_.next_input = prefill_for_session(prompt);
     stats_.prefill_ms = ms_since(t0);
     gen_.first_pending = true;
 }
 
-// Samples from the logits of the last row the device computed (scratch.logits row 0).
-int32_t Model::sample_next(const std::vector<int32_t> &history) {
-    device_->read_buffer(logits_row_.data(), scratch_.logits, logits_row_.size() * sizeof(float));
-    return gen_.sampler->sample(logits_row_.data(), (int)logits_row_.size(), history);
+int32_t Model::prefill_for_session(const std::vector<int32_t> &prompt) {
+    if (gen_.sampling.plain_greedy()) return prefill(prompt);
+    write_sampling_state();
+    int32_t next = 0;
+    forward_in_chunks(prompt, chip_.max_prefill_chunk, false, true,
+                      [&](size_t, int rows) { next = read_token_slot(rows); });
+    return next;
+}
+
+void Model::write_sampling_state() {
+    SamplingRule rule = gen_.sampling.rule();
+    // The buffer holds a context's worth of tokens, and the history never outgrows the context.
+    rule.repeat_window = std::min<uint32_t>(rule.repeat_window, (uint32_t)kv_.max_length);
+    const size_t recent = std::min<size_t>(rule.repeat_window, gen_.history.size());
+    rule.recent_count = (uint32_t)recent;
+    device_->write_buffer(scratch_.sampling, &rule, sizeof rule);
+    if (recent > 0)
+        device_->write_buffer(scratch_.sampling, gen_.history.data() + (gen_.history.size() - recent), recent * 4,
+                              kSamplingRecentOffset);
 }
 
 std::vector<int32_t> Model::decode_greedy_chunk(int n) { return chain_decode(gen_.next_input, n); }
 
-// Sampled decode: the table without its final argmax, one token per replay, sampled on the host.
+// Sampled decode: one replay of the sampled table draws n tokens, each draw feeding the next.
 std::vector<int32_t> Model::decode_sampled_chunk(int n) {
-    std::vector<int32_t> out;
-    const int without_argmax = (int)decode_table_.commands.size() - 1;
-    int32_t input = gen_.next_input;
-    for (int i = 0; i < n; ++i) {
-        uint32_t slot = (uint32_t)input;
-        device_->write_buffer(scratch_.token_ids, &slot, 4);
-        device_->encode_dispatch_table(decode_table_, kv_.current_length, 1, 0, without_argmax);
-        device_->synchronize();
-        kv_.advance(1);
-        input = sample_next(gen_.history);
-        out.push_back(input);
-        gen_.history.push_back(input);
-        if (is_eog(input)) break;
-    }
+    if (n > std::max(scratch_.max_rows, chip_.chain_decode_chunk))
+        throw AkunuError("internal: a sampled chunk of " + std::to_string(n) + " tokens exceeds the token slots");
+    write_sampling_state();
+    const uint32_t slot = (uint32_t)gen_.next_input;
+    device_->write_buffer(scratch_.token_ids, &slot, 4);
+    device_->encode_dispatch_table(sampled_decode_table_, kv_.current_length, n);
+    device_->synchronize();
+    kv_.advance(n);
+    std::vector<uint32_t> drawn((size_t)n);
+    device_->read_buffer(drawn.data(), scratch_.token_ids, (size_t)n * 4, 4);
+    std::vector<int32_t> out(drawn.begin(), drawn.end());
+    for (int32_t t : out) gen_.history.push_back(t);
     return out;
 }
 
@@ -96,8 +107,7 @@ std::vector<int32_t> Model::next_tokens() {
         return out;
     }
     Clock::time_point t0 = Clock::now();
-    const bool plain_greedy = gen_.sampling.greedy() && gen_.sampling.repeat_penalty == 1.f;
-    std::vector<int32_t> produced = plain_greedy ? decode_greedy_chunk(n) : decode_sampled_chunk(n);
+    std::vector<int32_t> produced = gen_.sampling.plain_greedy() ? decode_greedy_chunk(n) : decode_sampled_chunk(n);
     stats_.decode_ms += ms_since(t0);
     stats_.decode_steps += (int)produced.size();
     for (int32_t t : produced) {

@@ -42,7 +42,7 @@ int32_t Model::read_token_slot(int slot) const {
     return (int32_t)t;
 }
 
-void Model::forward_in_chunks(const std::vector<int32_t> &tokens, int max_rows, bool all_logits,
+void Model::forward_in_chunks(const std::vector<int32_t> &tokens, int max_rows, bool all_logits, bool sample,
                               const std::function<void(size_t first, int rows)> &after_chunk) {
     for (size_t done = 0; done < tokens.size();) {
         const int rows = (int)std::min<size_t>((size_t)max_rows, tokens.size() - done);
@@ -52,6 +52,7 @@ void Model::forward_in_chunks(const std::vector<int32_t> &tokens, int max_rows, 
         spec.rows = rows;
         spec.start_position = kv_.current_length;
         spec.all_logits = all_logits;
+        spec.sample = sample;
         DispatchTable table = build_forward_table(context(), spec);
         device_->encode_dispatch_table(table, kv_.current_length, 1);
         device_->synchronize();
@@ -67,7 +68,8 @@ int32_t Model::prefill(const std::vector<int32_t> &tokens) {
     check_room((int)tokens.size());
     int32_t next = 0;
     // Each chunk's argmax lands in the token slot after its rows; the last chunk's is the answer.
-    forward_in_chunks(tokens, chip_.max_prefill_chunk, false, [&](size_t, int rows) { next = read_token_slot(rows); });
+    forward_in_chunks(tokens, chip_.max_prefill_chunk, false, false,
+                      [&](size_t, int rows) { next = read_token_slot(rows); });
     return next;
 }
 
@@ -113,7 +115,7 @@ std::vector<float> Model::evaluate_logits(const std::vector<int32_t> &tokens) {
     check_room((int)tokens.size());
     const size_t vocab = config_.vocab_size;
     std::vector<float> logits(tokens.size() * vocab);
-    forward_in_chunks(tokens, chip_.max_logits_rows, true, [&](size_t first, int rows) {
+    forward_in_chunks(tokens, chip_.max_logits_rows, true, false, [&](size_t first, int rows) {
         device_->read_buffer(logits.data() + first * vocab, scratch_.logits, (size_t)rows * vocab * sizeof(float));
     });
     return logits;

@@ -100,9 +100,13 @@ private:
     int32_t read_token_slot(int slot) const;
     // Runs `tokens` at the current position through forward tables of at most `max_rows` rows,
     // calling after_chunk(first_token_index, rows) once each chunk has finished.
-    void forward_in_chunks(const std::vector<int32_t> &tokens, int max_rows, bool all_logits,
+    // `sample`: each chunk's last token is drawn by the sampling rule instead of argmax.
+    void forward_in_chunks(const std::vector<int32_t> &tokens, int max_rows, bool all_logits, bool sample,
                            const std::function<void(size_t first, int rows)> &after_chunk);
-    int32_t sample_next(const std::vector<int32_t> &history);
+    // The prompt through the cache; returns the token after it, drawn by the session's sampling.
+    int32_t prefill_for_session(const std::vector<int32_t> &prompt);
+    // Writes the session's sampling rule and latest tokens into scratch.sampling.
+    void write_sampling_state();
     std::vector<int32_t> decode_greedy_chunk(int n);
     std::vector<int32_t> decode_sampled_chunk(int n);
 
@@ -117,8 +121,8 @@ private:
     KVCache kv_;
     ScratchBuffers scratch_;
     DispatchTable decode_table_;
+    DispatchTable sampled_decode_table_;  // decode_table_ ending in the sampler instead of argmax
     int table_builds_ = 0;
-    std::vector<float> logits_row_;  // host copy of one row of logits (sampling)
 
     struct Session {
         int max_tokens = 0;
@@ -128,7 +132,6 @@ private:
         int32_t next_input = 0;      // produced, not yet fed into the cache
         std::string finish_reason;
         SamplingConfig sampling;
-        std::unique_ptr<Sampler> sampler;
         std::vector<int32_t> history;  // prompt + output, for the repetition penalty
     } gen_;
     GenerationStats stats_;

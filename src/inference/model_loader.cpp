@@ -72,11 +72,11 @@ void Model::finish_load(const LoadOptions &options) {
     const int max_rows = std::max(m->chip_.max_prefill_chunk, m->chip_.max_logits_rows);
     const int token_slots = std::max(max_rows, m->chip_.chain_decode_chunk);
     m->scratch_ = ScratchBuffers::create(*m->device_, m->config_, max_rows, m->chip_.max_logits_rows, token_slots,
-                                         act_q_row_bytes);
+                                         act_q_row_bytes, context);
 
     m->decode_table_ = build_dispatch_table(m->context());
+    m->sampled_decode_table_ = with_sampler(m->decode_table_, m->context());
     m->table_builds_ = 1;
-    m->logits_row_.resize(m->config_.vocab_size);
 }
 
 bool Model::is_eog(int32_t id) const {

@@ -1,9 +1,10 @@
-// Host-side token sampling from one row of logits: repetition penalty, temperature, top-k,
-// top-p, min-p, then a seeded draw. Same seed, same logits, same token.
+// What a caller asks of sampling, and its translation into the rule the devices run
+// (core/sampling_rule.h): repetition penalty, top-k, temperature, min-p, top-p, then a seeded
+// Gumbel-max draw. Same seed, same logits, same token, on every backend.
 #pragma once
 #include <cstdint>
-#include <random>
-#include <vector>
+
+#include "core/sampling_rule.h"
 
 namespace akunu {
 
@@ -17,22 +18,12 @@ struct SamplingConfig {
     uint64_t seed = 0;
 
     bool greedy() const { return temperature <= 0.f; }
+    // Greedy with nothing changing the logits: decoded by the argmax table.
+    bool plain_greedy() const { return greedy() && repeat_penalty == 1.f; }
     // Throws std::invalid_argument naming the bad field.
     void validate() const;
+    // The rule's head; recent_count is left 0 for the caller to fill in.
+    SamplingRule rule() const;
 };
-
-class Sampler {
-public:
-    explicit Sampler(const SamplingConfig &cfg) : cfg_(cfg), rng_(cfg.seed) {}
-    // `logits` is modified in place. `recent` holds the tokens seen so far (prompt + output).
-    int32_t sample(float *logits, int n_vocab, const std::vector<int32_t> &recent);
-
-private:
-    SamplingConfig cfg_;
-    std::mt19937_64 rng_;
-    std::vector<std::pair<float, int32_t>> candidates_;
-};
-
-int32_t argmax(const float *logits, int n);
 
 }  // namespace akunu

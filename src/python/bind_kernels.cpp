@@ -6,6 +6,7 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include <cstring>
 #include <memory>
@@ -20,6 +21,8 @@
 #include "core/dtype.h"
 #include "core/dtype_descriptor.h"
 #include "core/kernel_params.h"
+#include "core/sampling_rule.h"
+#include "inference/sampler.h"
 
 namespace nb = nanobind;
 using akunu::DType;
@@ -402,4 +405,62 @@ void bind_kernels(nb::module_ &m) {
         },
         nb::arg("backend"), nb::arg("logits"),
         "The argmax command (first index on ties) over `logits` on a new device of `backend`.");
+    m.def(
+        "_device_sample",
+        [](const std::string &backend, FloatVector logits, IdVector positions, float temperature, int top_k, float top_p,
+           float min_p, float repeat_penalty, int repeat_last_n, uint64_t seed, std::vector<uint32_t> recent,
+           std::vector<uint32_t> chain) {
+            const int64_t n = (int64_t)logits.shape(0);
+            if (n <= 0) throw nb::value_error("logits must not be empty");
+            akunu::SamplingConfig cfg;
+            cfg.temperature = temperature;
+            cfg.top_k = top_k;
+            cfg.top_p = top_p;
+            cfg.min_p = min_p;
+            cfg.repeat_penalty = repeat_penalty;
+            cfg.repeat_last_n = repeat_last_n;
+            cfg.seed = seed;
+            try {
+                cfg.validate();
+            } catch (const std::invalid_argument &e) {
+                throw nb::value_error(e.what());
+            }
+            akunu::SamplingRule rule = cfg.rule();
+            rule.recent_count = (uint32_t)recent.size();
+            const size_t draws = positions.shape(0);
+            auto *out = new std::vector<uint32_t>(draws);
+            std::unique_ptr<DeviceMatrix> dm = new_device(backend);
+            {
+                nb::gil_scoped_release release;
+                akunu::Device &dev = *dm->dev;
+                const size_t x_bytes = (size_t)n * sizeof(float);
+                akunu::Buffer xb = dm->alloc(x_bytes), tb = dm->alloc((chain.size() + 1) * 4),
+                              sb = dm->alloc(akunu::sampling_buffer_bytes(recent.size()));
+                dev.write_buffer(sb, &rule, sizeof rule);
+                if (!recent.empty()) dev.write_buffer(sb, recent.data(), recent.size() * 4, akunu::kSamplingRecentOffset);
+                if (!chain.empty()) dev.write_buffer(tb, chain.data(), chain.size() * 4);
+                akunu::DispatchTable table;
+                akunu::SampleParams p{(uint32_t)n, 0, (uint32_t)chain.size()};
+                akunu::CmdBuilder(table, dev, "sample_f32", {1, 1, 1})
+                    .buf(xb)
+                    .buf(tb, chain.size() * 4)
+                    .buf(sb)
+                    .params(p)
+                    .emit();
+                for (size_t d = 0; d < draws; ++d) {
+                    p.position = positions.data()[d];
+                    std::memcpy(table.commands[0].params, &p, sizeof p);
+                    dev.write_buffer(xb, logits.data(), x_bytes);  // the penalty changes them in place
+                    dev.encode_dispatch_table(table, 0, 1);
+                    dev.read_buffer(&(*out)[d], tb, 4, chain.size() * 4);
+                }
+            }
+            return nb::ndarray<nb::numpy, uint32_t, nb::ndim<1>>(out->data(), {draws}, owner_of(out));
+        },
+        nb::arg("backend"), nb::arg("logits"), nb::arg("positions"), nb::arg("temperature"), nb::arg("top_k") = 0,
+        nb::arg("top_p") = 1.0f, nb::arg("min_p") = 0.0f, nb::arg("repeat_penalty") = 1.0f, nb::arg("repeat_last_n") = 64,
+        nb::arg("seed") = 0, nb::arg("recent") = std::vector<uint32_t>{}, nb::arg("chain") = std::vector<uint32_t>{},
+        "One draw of the sampling command per position over `logits` on a new device of `backend`. `recent`: the "
+        "latest tokens in the sampling buffer; `chain`: this replay's earlier draws in the token slots before the "
+        "drawn one.");
 }

@@ -64,6 +64,7 @@ const KernelEntry kKernels[] = {
     {"silu_mul_f32", silu_mul_kernel},
     {"gelu_tanh_mul_f32", gelu_tanh_mul_kernel},
     {"argmax_f32", argmax_kernel},
+    {"sample_f32", sample_kernel},
 };
 }  // namespace
 

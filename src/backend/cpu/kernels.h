@@ -23,5 +23,6 @@ void rope_neox_kv_write_kernel(const KernelArgs &a, int64_t begin, int64_t end);
 void attention_f16kv_kernel(const KernelArgs &a, int64_t begin, int64_t end);                // attention.cpp
 void silu_mul_kernel(const KernelArgs &a, int64_t begin, int64_t end);                       // activation.cpp
 void argmax_kernel(const KernelArgs &a, int64_t begin, int64_t end);                         // argmax.cpp
+void sample_kernel(const KernelArgs &a, int64_t begin, int64_t end);                         // sample.cpp
 
 }  // namespace akunu::cpu

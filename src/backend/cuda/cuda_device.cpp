@@ -221,8 +221,10 @@ void CudaDevice::read_buffer(void *dst, const Buffer &src, size_t bytes, size_t 
 
 LaunchArgs CudaDevice::command_args(const DispatchTable &table, int c, int t, DispatchCmd &patched) const {
     const DispatchCmd *cmd = &table.commands[(size_t)c];
-    if (cmd->patch == PatchType::TokenOffset || cmd->patch == PatchType::ArgmaxOutput) {
-        // Token-slot patches depend on the token index alone: resolved here, once.
+    if (cmd->patch == PatchType::TokenOffset || cmd->patch == PatchType::ArgmaxOutput ||
+        cmd->patch == PatchType::SampleOutput) {
+        // Token-slot patches depend on the token index alone: resolved here, once (the
+        // sampler's position, like every position, by the kernel from base_position_).
         apply_patch(*cmd, t, 0, patched);
         cmd = &patched;
     }

@@ -42,6 +42,7 @@ const KernelEntry kKernels[] = {
     {"silu_mul_f32", launch_silu_mul_f32},
     {"gelu_tanh_mul_f32", launch_gelu_tanh_mul_f32},
     {"argmax_f32", launch_argmax_f32},
+    {"sample_f32", launch_sample_f32},
 };
 }  // namespace
 

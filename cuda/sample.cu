@@ -1,10 +1,10 @@
 // The sampling command (core/sampling_rule.h; the CPU backend runs its host reference, which must
 // draw the same tokens). Two kernels:
 //   sample_cut_kernel   one block: repetition penalty (in place), the max logit, then the top-k
-//                       and top-p thresholds by radix selection over the logits' order keys
-//                       (three digits of 11, 11 and 10 bits; top-p's histograms hold softmax
-//                       weights in fixed point, so their sums do not depend on the order of the
-//                       atomic adds); writes the SamplingCut into the sampling buffer.
+//                       and top-p thresholds (cut_by_value_bins; select_key, a radix selection
+//                       over the logits' order keys, when the boundary bin is crowded). Softmax
+//                       weights are summed in fixed point, so no sum depends on the order of the
+//                       atomic adds. Writes the SamplingCut into the sampling buffer.
 //   sample_draw_kernel  a grid, like argmax_f32: Gumbel-max over the kept tokens (argmax when
 //                       greedy); the last block to finish writes the token.
 // Chained: the draw's position (its noise stream) is read from device memory per replay.

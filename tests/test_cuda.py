@@ -409,10 +409,10 @@ def _device_draws(backend, logits, positions, cfg, recent=(), chain=()):
 
 @pytest.mark.parametrize("n", [7, 3000, 32003, 49152, 128256, 151936, 262144])
 @pytest.mark.parametrize("cfg", SAMPLE_CONFIGS, ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()))
-@pytest.mark.parametrize("shape", ["peaked", "flat"])
+@pytest.mark.parametrize("shape", ["peaked", "flat", "crowded"])
 def test_sample_matches_cpu(n, cfg, shape):
-    """The CUDA sampling command (cuts from value-bin histograms and a sort of the few tokens at the
-    boundary, or by radix selection when many tokens are: flat logits; a grid-wide Gumbel-max) draws
+    """The CUDA sampling command (cuts from value-bin histograms and a sort of the tokens in the
+    boundary bin, or by radix selection when that bin is crowded; a grid-wide Gumbel-max) draws
     exactly the CPU command's tokens (the host reference, itself checked against NumPy in
     test_sampling.py), with the penalty's window spanning the buffer's recent tokens and the
     chain's earlier draws."""
@@ -420,6 +420,8 @@ def test_sample_matches_cpu(n, cfg, shape):
     x = (rng.standard_normal(n) * (3 if shape == "peaked" else 0.3)).astype(np.float32)
     if shape == "peaked":
         x[rng.integers(0, n, 30)] += 12  # a few likely tokens, as a trained model's logits
+    if shape == "crowded":
+        x = np.round(x * 4) / 4  # a handful of values, thousands of tokens each: the radix path
     x[rng.integers(0, n, 50)] = x[rng.integers(0, n, 50)]  # exact ties
     recent = rng.integers(0, n, 400).tolist()
     chain = rng.integers(0, n, 9).tolist()

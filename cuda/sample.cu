@@ -11,7 +11,7 @@
 #include <algorithm>
 
 #include "core/sampling_rule.h"
-#include "cuda/common.cuh"
+#include "cuda/grid_argmax.cuh"
 
 namespace akunu::cuda {
 
@@ -120,10 +120,6 @@ __device__ uint32_t select_key(const float *x, uint32_t n, uint32_t floor_key, u
     return prefix;
 }
 
-__device__ __forceinline__ float key_to_float(uint32_t key) {
-    return __uint_as_float((key & 0x80000000u) ? (key & 0x7FFFFFFFu) : ~key);
-}
-
 // The value bin of a logit: bin 0 holds the largest logits, kValueBins - 1 the smallest (and any
 // -inf or NaN). Monotone: a larger logit never lands in a later bin.
 constexpr uint32_t kValueBins = 2048;
@@ -181,7 +177,7 @@ __device__ uint64_t member_weights(const uint32_t *members, uint32_t count, uint
     for (int k = 0; k < 4; ++k) {
         const uint32_t i = 4 * threadIdx.x + k;
         const bool kept = i < count && members[i] >= min_key;
-        w[k] = kept ? softmax_weight(key_to_float(members[i]), max_logit, inv_t) : 0;
+        w[k] = kept ? softmax_weight(order_key_value(members[i]), max_logit, inv_t) : 0;
         local += w[k];
     }
     return block_exclusive_sum(local, scratch);
@@ -361,39 +357,10 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
-__device__ __forceinline__ void better(float &v, uint32_t &i, float v2, uint32_t i2) {
-    if (v2 > v || (v2 == v && i2 < i)) {
-        v = v2;
-        i = i2;
-    }
-}
-
-// Block-wide (value, index) best; thread 0 gets the result.
-__device__ __forceinline__ void block_best(float &v, uint32_t &idx, float *vals, uint32_t *idxs) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) better(v, idx, __shfl_xor_sync(0xffffffffu, v, o), __shfl_xor_sync(0xffffffffu, idx, o));
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    if (lane == 0) {
-        vals[warp] = v;
-        idxs[warp] = idx;
-    }
-    __syncthreads();
-    if (warp == 0) {
-        v = lane < (int)(blockDim.x >> 5) ? vals[lane] : -INFINITY;
-        idx = lane < (int)(blockDim.x >> 5) ? idxs[lane] : 0xFFFFFFFFu;
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1)
-            better(v, idx, __shfl_xor_sync(0xffffffffu, v, o), __shfl_xor_sync(0xffffffffu, idx, o));
-    }
-}
-
 __global__ void __launch_bounds__(kThreads)
     sample_draw_kernel(const float *x, uint32_t *out, uint8_t *state, const __grid_constant__ SampleParams p,
-                       PatchContext pc, float *block_vals, uint32_t *block_idxs, unsigned *done_blocks) {
+                       PatchContext pc, const GridArgmax g) {
     pdl_enter();
-    __shared__ float vals[32];
-    __shared__ uint32_t idxs[32];
-    __shared__ bool is_last;
     const SamplingBuffer buf = sampling_buffer(state);
     const float inv_t = buf.rule->inv_temperature, log_min_p = buf.rule->log_min_p;
     const float max_logit = buf.cut->max_logit;
@@ -409,28 +376,7 @@ __global__ void __launch_bounds__(kThreads)
         else if (order_key(l) >= min_key && min_p_keeps(l, max_logit, inv_t, log_min_p))
             better(v, idx, gumbel_score(l, max_logit, inv_t, gumbel_noise(stream, i)), i);
     }
-    block_best(v, idx, vals, idxs);
-    if (gridDim.x == 1) {
-        if (threadIdx.x == 0) *out = idx == 0xFFFFFFFFu ? 0u : idx;
-        return;
-    }
-    if (threadIdx.x == 0) {
-        block_vals[blockIdx.x] = v;
-        block_idxs[blockIdx.x] = idx;
-        __threadfence();
-        is_last = atomicAdd(done_blocks, 1u) == gridDim.x - 1;
-    }
-    __syncthreads();
-    if (!is_last) return;
-    __threadfence();
-    v = -INFINITY;
-    idx = 0xFFFFFFFFu;
-    for (uint32_t b = threadIdx.x; b < gridDim.x; b += kThreads) better(v, idx, __ldcg(block_vals + b), __ldcg(block_idxs + b));
-    block_best(v, idx, vals, idxs);
-    if (threadIdx.x == 0) {
-        *out = idx == 0xFFFFFFFFu ? 0u : idx;
-        *done_blocks = 0;  // ready for the next replay
-    }
+    finish_grid_argmax(v, idx, out, g);
 }
 
 }  // namespace
@@ -448,15 +394,9 @@ void launch_sample_f32(const LaunchArgs &a) {
     launch_pdl(sample_cut_kernel, 1, kThreads, smem, a, x, (const uint32_t *)out, state, p);
     check_launch("sample_f32 (cut)");
 
-    // The block results and arrival counter of argmax_f32 (the workspace's last 128 floats and
-    // last counter): a table ends in one or the other.
-    const Workspace &ws = *a.workspace;
-    unsigned blocks = std::min<unsigned>(64, ceil_div_u(p.n, 2 * kThreads));
-    if (ws.n_counters == 0 || ws.floats < 128) blocks = 1;
-    float *block_vals = ws.data + ws.floats - 128;
-    uint32_t *block_idxs = reinterpret_cast<uint32_t *>(ws.data + ws.floats - 64);
-    launch_pdl(sample_draw_kernel, blocks, kThreads, 0, a, (const float *)x, out, state, p, a.patch, block_vals,
-               block_idxs, ws.counters + ws.n_counters - 1);
+    const GridArgmax g = grid_argmax_workspace(*a.workspace);
+    const unsigned blocks = grid_argmax_blocks(g, p.n, 2 * kThreads);
+    launch_pdl(sample_draw_kernel, blocks, kThreads, 0, a, (const float *)x, out, state, p, a.patch, g);
     check_launch("sample_f32 (draw)");
 }
 

@@ -104,3 +104,30 @@ def draw(logits, cfg: dict, position: int, window=()) -> int:
         return int(np.argmax(s))
     keep = kept_mask(penalized(logits, window, float(cfg.get("repeat_penalty", 1.0))), cfg)
     return int(np.argmax(np.where(keep, s, -np.inf)))
+
+
+# --- shared by the tests: the engine's sampling command, and a chi-square check of its draws ---
+
+def device_draws(backend: str, logits, positions, cfg: dict, recent=(), chain=()) -> np.ndarray:
+    """One draw of the engine's sampling command per position (akunu._core._device_sample)."""
+    import akunu
+
+    return akunu._core._device_sample(backend, logits, np.asarray(positions, dtype=np.uint32),
+                                      cfg.get("temperature", 0.0), cfg.get("top_k", 0), cfg.get("top_p", 1.0),
+                                      cfg.get("min_p", 0.0), cfg.get("repeat_penalty", 1.0),
+                                      cfg.get("repeat_last_n", 64), cfg.get("seed", 0), list(recent), list(chain))
+
+
+def assert_draws_follow(draws, probs) -> None:
+    """No draw of a cut token, and a chi-square of the counts against `probs` (rare tokens pooled so
+    every cell expects >= 5 draws) below dof + 7.5 sqrt(2 dof) + 10, far in the tail (p < 1e-6)."""
+    counts = np.bincount(draws, minlength=len(probs))
+    assert counts[probs == 0].sum() == 0, "drew a token the filters cut"
+    expected = probs * len(draws)
+    keep = expected >= 5
+    obs = np.append(counts[keep], counts[~keep].sum())
+    exp = np.append(expected[keep], expected[~keep].sum())
+    obs, exp = obs[exp > 0], exp[exp > 0]
+    chi2 = float(((obs - exp) ** 2 / exp).sum())
+    dof = len(obs) - 1
+    assert chi2 < dof + 7.5 * np.sqrt(2 * dof) + 10, (chi2, dof)

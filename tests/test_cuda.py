@@ -22,6 +22,7 @@ import gguf  # noqa: E402
 from gguf import GGMLQuantizationType as QT  # noqa: E402
 
 import gguf_models as gm  # noqa: E402
+import sampling_reference as ref  # noqa: E402
 
 # The reference specs plus the dtypes only the engines' own comparison covers.
 gm.DTYPES.setdefault("Q4_1", (QT.Q4_1, gguf.LlamaFileType.MOSTLY_Q4_1))
@@ -400,13 +401,6 @@ SAMPLE_CONFIGS = [
 ]
 
 
-def _device_draws(backend, logits, positions, cfg, recent=(), chain=()):
-    return akunu._core._device_sample(backend, logits, np.asarray(positions, dtype=np.uint32),
-                                      cfg.get("temperature", 0.0), cfg.get("top_k", 0), cfg.get("top_p", 1.0),
-                                      cfg.get("min_p", 0.0), cfg.get("repeat_penalty", 1.0),
-                                      cfg.get("repeat_last_n", 64), cfg.get("seed", 0), list(recent), list(chain))
-
-
 @pytest.mark.parametrize("n", [7, 3000, 32003, 49152, 128256, 151936, 262144])
 @pytest.mark.parametrize("cfg", SAMPLE_CONFIGS, ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()))
 @pytest.mark.parametrize("shape", ["peaked", "flat", "crowded"])
@@ -426,27 +420,17 @@ def test_sample_matches_cpu(n, cfg, shape):
     recent = rng.integers(0, n, 400).tolist()
     chain = rng.integers(0, n, 9).tolist()
     positions = np.arange(1000, 1024)
-    want = _device_draws("cpu", x, positions, cfg, recent, chain)
-    got = _device_draws("cuda", x, positions, cfg, recent, chain)
+    want = ref.device_draws("cpu", x, positions, cfg, recent, chain)
+    got = ref.device_draws("cuda", x, positions, cfg, recent, chain)
     assert got.tolist() == want.tolist()
 
 
 def test_sample_distribution_on_cuda():
     """Chi-square of 20000 CUDA draws against softmax(x / T) over the kept tokens."""
-    import sampling_reference as ref
-
     x = (np.random.default_rng(7).standard_normal(60) * 1.5).astype(np.float32)
     cfg = dict(temperature=1.0, top_k=30, top_p=0.9, min_p=0.03)
-    probs = ref.kept_probabilities(x, cfg)
-    counts = np.bincount(_device_draws("cuda", x, np.arange(20000), dict(cfg, seed=99)), minlength=len(x))
-    assert counts[probs == 0].sum() == 0
-    expected = probs * counts.sum()
-    keep = expected >= 5
-    obs = np.append(counts[keep], counts[~keep].sum())
-    exp = np.append(expected[keep], expected[~keep].sum())
-    obs, exp = obs[exp > 0], exp[exp > 0]
-    dof = len(obs) - 1
-    assert float(((obs - exp) ** 2 / exp).sum()) < dof + 7.5 * np.sqrt(2 * dof) + 10
+    draws = ref.device_draws("cuda", x, np.arange(20000), dict(cfg, seed=99))
+    ref.assert_draws_follow(draws, ref.kept_probabilities(x, cfg))
 
 
 SAMPLED_GENERATION = [
@@ -463,8 +447,6 @@ def test_sampled_generation_matches_cpu(name, cfg, pair):
     same tokens on both backends for one seed. The backends' logits differ by ~1e-2, so the outputs
     may part where two Gumbel scores nearly tie: at their first difference, the CPU's own logits
     must show such a tie (scores within 0.1), as for greedy decoding in assert_long_decode_matches."""
-    import sampling_reference as ref
-
     cpu, cuda = pair(name)
     agreed = total = 0
     for prompt in PROMPTS:

@@ -29,13 +29,6 @@ def _logits(n, seed, scale=3.0):
     return x
 
 
-def _device_draws(akunu_mod, backend, logits, positions, cfg, recent=(), chain=()):
-    return akunu_mod._core._device_sample(backend, logits, np.asarray(positions, dtype=np.uint32),
-                                          cfg.get("temperature", 0.0), cfg.get("top_k", 0), cfg.get("top_p", 1.0),
-                                          cfg.get("min_p", 0.0), cfg.get("repeat_penalty", 1.0),
-                                          cfg.get("repeat_last_n", 64), cfg.get("seed", 0), list(recent), list(chain))
-
-
 def _window(cfg, recent, chain):
     if cfg.get("repeat_penalty", 1.0) == 1.0:
         return []
@@ -44,7 +37,7 @@ def _window(cfg, recent, chain):
 
 
 @pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()))
-def test_cpu_command_draws_the_reference_token(akunu_mod, cfg):
+def test_cpu_command_draws_the_reference_token(cfg):
     rng = np.random.default_rng(len(str(cfg)))
     n = 3000
     logits = _logits(n, seed=len(str(cfg)))
@@ -53,18 +46,18 @@ def test_cpu_command_draws_the_reference_token(akunu_mod, cfg):
     positions = np.arange(100, 300)
     for seed in (0, 2**40 + 17):
         c = dict(cfg, seed=seed)
-        got = _device_draws(akunu_mod, "cpu", logits, positions, c, recent, chain)
+        got = ref.device_draws("cpu", logits, positions, c, recent, chain)
         want = [ref.draw(logits, c, int(p), _window(c, recent, chain)) for p in positions]
         assert got.tolist() == want
         if c["temperature"] > 0:
             assert len(set(want)) > 1, "the draws should vary with the position"
 
 
-def test_different_seeds_draw_differently(akunu_mod):
+def test_different_seeds_draw_differently():
     logits = _logits(500, seed=3, scale=1.0)
     positions = np.arange(64)
-    a = _device_draws(akunu_mod, "cpu", logits, positions, dict(temperature=1.0, seed=1))
-    b = _device_draws(akunu_mod, "cpu", logits, positions, dict(temperature=1.0, seed=2))
+    a = ref.device_draws("cpu", logits, positions, dict(temperature=1.0, seed=1))
+    b = ref.device_draws("cpu", logits, positions, dict(temperature=1.0, seed=2))
     assert (a != b).mean() > 0.5
 
 
@@ -77,46 +70,35 @@ CHI_SQUARE_CONFIGS = [
 
 
 @pytest.mark.parametrize("cfg", CHI_SQUARE_CONFIGS, ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()))
-def test_draws_follow_the_kept_softmax(akunu_mod, cfg):
+def test_draws_follow_the_kept_softmax(cfg):
     """Chi-square of 20000 draws (one per position) against softmax(x / T) over the kept tokens."""
     logits = _logits(60, seed=7, scale=1.5)
     probs = ref.kept_probabilities(logits, cfg)
-    draws = _device_draws(akunu_mod, "cpu", logits, np.arange(20000), dict(cfg, seed=99))
-    counts = np.bincount(draws, minlength=len(logits))
-    assert counts[probs == 0].sum() == 0, "drew a token the filters cut"
-    expected = probs * len(draws)
-    # Pool the rare tokens so every cell expects >= 5 draws.
-    keep = expected >= 5
-    obs = np.append(counts[keep], counts[~keep].sum())
-    exp = np.append(expected[keep], expected[~keep].sum())
-    obs, exp = obs[exp > 0], exp[exp > 0]
-    chi2 = float(((obs - exp) ** 2 / exp).sum())
-    dof = len(obs) - 1
-    # p < 1e-6 threshold: chi2 > dof + 7.5 sqrt(2 dof) is far in the tail for these dof.
-    assert chi2 < dof + 7.5 * np.sqrt(2 * dof) + 10, (chi2, dof)
+    draws = ref.device_draws("cpu", logits, np.arange(20000), dict(cfg, seed=99))
+    ref.assert_draws_follow(draws, probs)
 
 
-def test_greedy_with_penalty_is_the_penalized_argmax(akunu_mod):
+def test_greedy_with_penalty_is_the_penalized_argmax():
     logits = np.zeros(100, dtype=np.float32)
     logits[[10, 20, 30]] = [5.0, 4.0, 3.0]
     cfg = dict(temperature=0.0, repeat_penalty=2.0, repeat_last_n=4)
     # 10 and 20 were seen (10 twice, penalized once): 2.5, 2.0 -> 30 wins at 3.0.
-    assert _device_draws(akunu_mod, "cpu", logits, [5], cfg, recent=[10, 10, 20])[0] == 30
+    assert ref.device_draws("cpu", logits, [5], cfg, recent=[10, 10, 20])[0] == 30
     # Only the last 4 tokens count: 10 falls out of the window.
-    assert _device_draws(akunu_mod, "cpu", logits, [5], cfg, recent=[10, 1, 2], chain=[20, 3])[0] == 10
+    assert ref.device_draws("cpu", logits, [5], cfg, recent=[10, 1, 2], chain=[20, 3])[0] == 10
 
 
-def test_top_k_1_is_argmax(akunu_mod):
+def test_top_k_1_is_argmax():
     logits = _logits(1000, seed=5)
-    draws = _device_draws(akunu_mod, "cpu", logits, np.arange(50), dict(temperature=2.0, top_k=1))
+    draws = ref.device_draws("cpu", logits, np.arange(50), dict(temperature=2.0, top_k=1))
     assert set(draws.tolist()) == {int(np.argmax(logits))}
 
 
-def test_bad_sampling_arguments(akunu_mod):
+def test_bad_sampling_arguments():
     logits = _logits(10, seed=1)
     for bad in (dict(temperature=-1.0), dict(temperature=1.0, top_p=0.0), dict(temperature=1.0, min_p=1.5)):
         with pytest.raises(ValueError):
-            _device_draws(akunu_mod, "cpu", logits, [1], bad)
+            ref.device_draws("cpu", logits, [1], bad)
 
 
 @pytest.mark.parametrize("cfg", [

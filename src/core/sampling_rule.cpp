@@ -11,20 +11,18 @@ namespace akunu {
 
 namespace {
 
+// Scratch reused from draw to draw (the CPU backend draws once per token on its thread).
+thread_local std::unordered_set<uint32_t> t_seen;
+thread_local std::vector<uint32_t> t_keys;
+
 void apply_repetition_penalty(float *logits, uint32_t n, const uint32_t *window, uint32_t window_len, float penalty) {
-    std::unordered_set<uint32_t> seen;
+    std::unordered_set<uint32_t> &seen = t_seen;
+    seen.clear();
     for (uint32_t i = 0; i < window_len; ++i) {
         const uint32_t t = window[i];
         if (t >= n || !seen.insert(t).second) continue;
         logits[t] = logits[t] > 0.f ? logits[t] / penalty : logits[t] * penalty;
     }
-}
-
-float key_float(uint32_t key) {
-    const uint32_t u = (key & 0x80000000u) ? (key & 0x7FFFFFFFu) : ~key;
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
 }
 
 uint32_t first_argmax(const float *x, uint32_t n) {
@@ -47,7 +45,8 @@ uint32_t sample_token(const SamplingRule &rule, float *logits, uint32_t n, const
     // top-k: keep keys >= the k-th largest key.
     uint32_t min_key = 0;
     if (rule.top_k > 0 && rule.top_k < n) {
-        std::vector<uint32_t> keys(n);
+        std::vector<uint32_t> &keys = t_keys;
+        keys.resize(n);
         for (uint32_t i = 0; i < n; ++i) keys[i] = order_key(logits[i]);
         std::nth_element(keys.begin(), keys.begin() + (rule.top_k - 1), keys.end(), std::greater<uint32_t>());
         min_key = keys[rule.top_k - 1];
@@ -57,7 +56,8 @@ uint32_t sample_token(const SamplingRule &rule, float *logits, uint32_t n, const
     // weight. Walks the keys best first, sorting more of them only while the target is not reached
     // (most of the weight sits in a few tokens).
     if (rule.top_p < 1.f) {
-        std::vector<uint32_t> keys;
+        std::vector<uint32_t> &keys = t_keys;
+        keys.clear();
         uint64_t total = 0;
         for (uint32_t i = 0; i < n; ++i) {
             const uint32_t key = order_key(logits[i]);
@@ -71,7 +71,7 @@ uint32_t sample_token(const SamplingRule &rule, float *logits, uint32_t n, const
         for (size_t sorted = std::min<size_t>(64, keys.size());; sorted = std::min(keys.size(), sorted * 8)) {
             std::partial_sort(keys.begin() + (long)walked, keys.begin() + (long)sorted, keys.end(), std::greater<uint32_t>());
             for (; walked < sorted; ++walked) {
-                mass += softmax_weight(key_float(keys[walked]), max_logit, inv_t);
+                mass += softmax_weight(order_key_value(keys[walked]), max_logit, inv_t);
                 if (mass >= target) break;
             }
             if (walked < sorted) {

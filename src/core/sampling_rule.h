@@ -109,6 +109,18 @@ AKUNU_HD uint32_t order_key(float v) {
     return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 
+// The float whose order key is `key`.
+AKUNU_HD float order_key_value(uint32_t key) {
+    const uint32_t u = (key & 0x80000000u) ? (key & 0x7FFFFFFFu) : ~key;
+#if defined(__CUDA_ARCH__)
+    return __uint_as_float(u);
+#else
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+#endif
+}
+
 // Applies the repetition penalty to `logits` in place: each distinct valid token of `window`
 // once. Then draws the token of `position` by the rule above. The host reference of the
 // device kernels (the CPU backend's sampling command runs exactly this).

@@ -65,15 +65,8 @@ std::vector<int32_t> Model::decode_sampled_chunk(int n) {
     if (n > std::max(scratch_.max_rows, chip_.chain_decode_chunk))
         throw AkunuError("internal: a sampled chunk of " + std::to_string(n) + " tokens exceeds the token slots");
     write_sampling_state();
-    const uint32_t slot = (uint32_t)gen_.next_input;
-    device_->write_buffer(scratch_.token_ids, &slot, 4);
-    device_->encode_dispatch_table(sampled_decode_table_, kv_.current_length, n);
-    device_->synchronize();
-    kv_.advance(n);
-    std::vector<uint32_t> drawn((size_t)n);
-    device_->read_buffer(drawn.data(), scratch_.token_ids, (size_t)n * 4, 4);
-    std::vector<int32_t> out(drawn.begin(), drawn.end());
-    for (int32_t t : out) gen_.history.push_back(t);
+    std::vector<int32_t> out = replay_chain(sampled_decode_table_, gen_.next_input, n);
+    gen_.history.insert(gen_.history.end(), out.begin(), out.end());
     return out;
 }
 

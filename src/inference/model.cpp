@@ -83,19 +83,24 @@ std::vector<int32_t> Model::chain_decode(int32_t token, int count) {
     out.reserve((size_t)count);
     // The token buffer holds one replay's worth of slots; longer chains run in several replays.
     const int slots = std::max(scratch_.max_rows, chip_.chain_decode_chunk);
-    uint32_t next = (uint32_t)token;
+    int32_t next = token;
     while ((int)out.size() < count) {
-        const int n = std::min(slots, count - (int)out.size());
-        device_->write_buffer(scratch_.token_ids, &next, 4);
-        device_->encode_dispatch_table(decode_table_, kv_.current_length, n);
-        device_->synchronize();
-        kv_.advance(n);
-        std::vector<uint32_t> produced((size_t)n);
-        device_->read_buffer(produced.data(), scratch_.token_ids, (size_t)n * 4, 4);
+        std::vector<int32_t> produced = replay_chain(decode_table_, next, std::min(slots, count - (int)out.size()));
         out.insert(out.end(), produced.begin(), produced.end());
         next = produced.back();
     }
     return out;
+}
+
+std::vector<int32_t> Model::replay_chain(const DispatchTable &table, int32_t token, int n) {
+    const uint32_t first = (uint32_t)token;
+    device_->write_buffer(scratch_.token_ids, &first, 4);
+    device_->encode_dispatch_table(table, kv_.current_length, n);
+    device_->synchronize();
+    kv_.advance(n);
+    std::vector<uint32_t> produced((size_t)n);
+    device_->read_buffer(produced.data(), scratch_.token_ids, (size_t)n * 4, 4);
+    return std::vector<int32_t>(produced.begin(), produced.end());
 }
 
 std::vector<double> Model::profile_decode_step(int32_t token) {

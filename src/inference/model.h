@@ -107,6 +107,9 @@ private:
     int32_t prefill_for_session(const std::vector<int32_t> &prompt);
     // Writes the session's sampling rule and latest tokens into scratch.sampling.
     void write_sampling_state();
+    // One replay of `table` (argmax or sampler last) for n <= the token slots tokens, starting by
+    // feeding `token`: returns the n tokens the chain produced.
+    std::vector<int32_t> replay_chain(const DispatchTable &table, int32_t token, int n);
     std::vector<int32_t> decode_greedy_chunk(int n);
     std::vector<int32_t> decode_sampled_chunk(int n);
 

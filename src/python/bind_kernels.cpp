@@ -412,14 +412,7 @@ void bind_kernels(nb::module_ &m) {
            std::vector<uint32_t> chain) {
             const int64_t n = (int64_t)logits.shape(0);
             if (n <= 0) throw nb::value_error("logits must not be empty");
-            akunu::SamplingConfig cfg;
-            cfg.temperature = temperature;
-            cfg.top_k = top_k;
-            cfg.top_p = top_p;
-            cfg.min_p = min_p;
-            cfg.repeat_penalty = repeat_penalty;
-            cfg.repeat_last_n = repeat_last_n;
-            cfg.seed = seed;
+            const akunu::SamplingConfig cfg{temperature, top_k, top_p, min_p, repeat_penalty, repeat_last_n, seed};
             try {
                 cfg.validate();
             } catch (const std::invalid_argument &e) {

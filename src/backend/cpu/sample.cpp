@@ -19,7 +19,8 @@ void sample_kernel(const KernelArgs &a, int64_t, int64_t) {
     std::memcpy(&rule, state, sizeof rule);
     const uint32_t *recent = reinterpret_cast<const uint32_t *>(state + kSamplingRecentOffset);
 
-    std::vector<uint32_t> window(recent, recent + rule.recent_count);
+    thread_local std::vector<uint32_t> window;  // reused from token to token
+    window.assign(recent, recent + rule.recent_count);
     window.insert(window.end(), out - p.chain_index, out);
     const size_t keep = std::min<size_t>(window.size(), rule.repeat_window);
     *out = sample_token(rule, logits, p.n, window.data() + (window.size() - keep), (uint32_t)keep, p.position);

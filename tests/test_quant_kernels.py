@@ -6,7 +6,8 @@ Goes through the test hooks in src/python/bind_kernels.cpp:
       -> float32[M, N]
   _core._dequantize_repacked(dtype_name, raw: bytes, n_rows, k) -> float32[n_rows * k]
 (repacked: the load-time layout the CPU device uses for Q4_0 / Q4_1 / Q8_0, see repack_weights: "r8", or
-"r16" on builds for AVX-512 VNNI, whose activations are quantized differently: quantize_act_q8x2_reference.)
+"r16" on builds for AVX-512 VNNI, whose activations are quantized differently: quantize_act_q8x2_reference;
+r16 builds also repack Q5_0 and Q4_K / Q5_K / Q6_K: _core._repacked_dtypes().)
 
 The group-scaled dtypes (Q5_0, Q5_1, IQ4_NL and the 256-element superblocks Q2_K .. Q6_K, IQ4_XS;
 src/backend/cpu/kquant_kernels.cpp) run the same tests: random blocks, whose every byte (every
@@ -187,19 +188,33 @@ def test_gemm_matches_float64_reference(name, k, m, weights):
     assert err.max() < 1e-5, f"max relative error {err.max():.3g}"
 
 
-REPACKED = ["Q4_0", "Q4_1", "Q8_0"]  # dtypes the CPU device repacks at load (r8 or r16 layout)
+# Dtypes the CPU device repacks at load: Q4_0 / Q4_1 / Q8_0 everywhere (r8 or r16 layout), and on
+# r16 builds also Q5_0 and Q4_K / Q5_K / Q6_K (src/backend/cpu/r16_kquant_layout.cpp).
+REPACKED = list(_core._repacked_dtypes())
 REPACKED_ACT_REFERENCE = {"r8": quantize_act_reference, "r16": quantize_act_q8x2_reference}
 
 
-@pytest.mark.parametrize("name", REPACKED)
+def test_repacked_dtypes_of_this_build():
+    expected = {"Q4_0", "Q4_1", "Q8_0"}
+    if _core._repacked_layout() == "r16":
+        expected |= {"Q5_0", "Q4_K", "Q5_K", "Q6_K"}
+    assert set(REPACKED) == expected
+
+
+def _repacked_k_values(name):
+    return [256, 768, 1536] if BLOCK[name][0] == 256 else [32, 96, 1536]
+
+
+@pytest.mark.parametrize("name,k,weights", [(d, k, "quantized") for d in REPACKED for k in _repacked_k_values(d)]
+                         + [(d, 512, "random_blocks") for d in REPACKED if d in GROUP_SCALED])
 @pytest.mark.parametrize("n_rows", [1, 7, 8, 13, 16, 40])
-@pytest.mark.parametrize("k", [32, 96, 1536])
 @pytest.mark.parametrize("m", [1, 2, 3, 4, 5, 17])
-def test_repacked_gemm_matches_reference(name, n_rows, k, m):
+def test_repacked_gemm_matches_reference(name, k, weights, n_rows, m):
     # Same reference and tolerance as test_gemm_matches_float64_reference; n_rows covers groups of
-    # 8 or 16 with and without a padded tail, m the decode tiles and the prefill tile edges.
+    # 8 or 16 with and without a padded tail, m the decode tiles and the prefill tile edges; random
+    # blocks set every quant and sub-scale bit (Q6_K's negative scales, Q4_K's packed 6-bit ones).
     rng = np.random.default_rng(n_rows * 10000 + k * 10 + m)
-    w_raw = random_weights(rng, name, n_rows, k)
+    w_raw = (random_weights if weights == "quantized" else random_block_weights)(rng, name, n_rows, k)
     x = (rng.standard_normal((m, k)) * rng.uniform(0.1, 3.0, (m, 1))).astype(np.float32)
     w = gguf_dequantize(name, w_raw).astype(np.float64).reshape(n_rows, k)
     xd = REPACKED_ACT_REFERENCE[_core._repacked_layout()](x)
@@ -214,12 +229,14 @@ def test_repacked_gemm_matches_reference(name, n_rows, k, m):
 
 
 @pytest.mark.parametrize("name", REPACKED)
-@pytest.mark.parametrize("n_rows", [1, 9, 16])
+@pytest.mark.parametrize("n_rows", [1, 9, 16, 35])
 def test_repacked_dequantize_bit_exact(name, n_rows):
-    # The embedding kernel reads the repacked table: every row must come back bit for bit.
+    # The embedding kernel reads the repacked table: every row must come back bit for bit (random
+    # bytes, fp16 factors including inf / NaN / subnormals).
     rng = np.random.default_rng(n_rows)
-    k = 96
-    raw = random_raw(rng, name, n_rows * k // 32)
+    block_size = BLOCK[name][0]
+    k = 3 * block_size
+    raw = random_raw(rng, name, n_rows * k // block_size)
     got = np.asarray(_core._dequantize_repacked(name, raw.tobytes(), n_rows, k))
     assert_bits_equal(got, gguf_dequantize(name, raw), exact_nan=False)
 

@@ -52,7 +52,7 @@ struct BlockQ8x2Act {
     float d;         // x ~= d * q
     float sum;       // d * qsum
     int32_t qsum;    // sum of the 32 q (exact: weights stored with an offset subtract offset * qsum)
-    int32_t reserved;
+    int32_t qsum_lo; // sum of q over elements 0..15 (formats with a scale per 16 elements)
     int8_t hi[QK_ACT];
     int8_t lo[QK_ACT];
 };

@@ -184,7 +184,7 @@ void bind_kernels(nb::module_ &m) {
         "y[M, N] = x[M, K] @ W[N, K]^T with W given as raw GGUF rows of the named dtype. x is float32; for "
         "quantized weights it is quantized per row first (quantize_row_act, or quantize_row_act_q8x2 for the r16 "
         "layout), as the engine does. repacked: run the build's load-time repacked layout (repack_weights; "
-        "Q4_0/Q4_1/Q8_0) instead. row_chunk > 0: "
+        "_repacked_dtypes()) instead. row_chunk > 0: "
         "compute the rows in consecutive ranges of that many rows (as threads split them).");
 
     m.def(
@@ -192,6 +192,18 @@ void bind_kernels(nb::module_ &m) {
         [] { return akunu::cpu::repack_row_group(akunu::DType::Q4_0) == 16 ? "r16" : "r8"; },
         "The load-time layout this build repacks Q4_0 / Q4_1 / Q8_0 into: 'r16' (AVX-512 VNNI, two-digit int8 "
         "activations) or 'r8' (int16 activations).");
+    m.def(
+        "_repacked_dtypes",
+        [] {
+            std::vector<std::string> names;
+            for (uint32_t code = 0; code < 64; ++code) {
+                const akunu::DTypeInfo *info = akunu::dtype_info(code);
+                if (info && akunu::cpu::has_repacked_layout(static_cast<DType>(code))) names.push_back(info->name);
+            }
+            return names;
+        },
+        "Names of the weight dtypes this build repacks at load (r8: Q4_0 / Q4_1 / Q8_0; r16 also Q5_0 and "
+        "Q4_K / Q5_K / Q6_K).");
     m.def(
         "_dequantize_repacked",
         [](const std::string &dtype_name, nb::bytes raw, int64_t n_rows, int64_t k) {

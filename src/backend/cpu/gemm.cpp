@@ -3,6 +3,7 @@
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/kquant_kernels.h"
 #include "backend/cpu/quant_kernels.h"
+#include "backend/cpu/simd_config.h"
 #include "core/kernel_params.h"
 
 namespace akunu::cpu {
@@ -54,5 +55,11 @@ AKUNU_KQUANT_DTYPES(AKUNU_INSTANTIATE)
 template void gemm_repacked_kernel<DType::Q4_0>(const KernelArgs &, int64_t, int64_t);
 template void gemm_repacked_kernel<DType::Q4_1>(const KernelArgs &, int64_t, int64_t);
 template void gemm_repacked_kernel<DType::Q8_0>(const KernelArgs &, int64_t, int64_t);
+#if defined(AKUNU_CPU_VNNI512)  // the r16 layout of these dtypes (r16_kquant_layout.h)
+template void gemm_repacked_kernel<DType::Q5_0>(const KernelArgs &, int64_t, int64_t);
+template void gemm_repacked_kernel<DType::Q4_K>(const KernelArgs &, int64_t, int64_t);
+template void gemm_repacked_kernel<DType::Q5_K>(const KernelArgs &, int64_t, int64_t);
+template void gemm_repacked_kernel<DType::Q6_K>(const KernelArgs &, int64_t, int64_t);
+#endif
 
 }  // namespace akunu::cpu

@@ -52,6 +52,14 @@ const KernelEntry kKernels[] = {
     {"quantize_act_q16", act_quant_q16_kernel},
 #if defined(AKUNU_CPU_VNNI512)
     {"quantize_act_q8x2", act_quant_q8x2_kernel},
+    {"gemm_q5_0_repacked", gemm_repacked_kernel<DType::Q5_0>},
+    {"gemm_q4_k_repacked", gemm_repacked_kernel<DType::Q4_K>},
+    {"gemm_q5_k_repacked", gemm_repacked_kernel<DType::Q5_K>},
+    {"gemm_q6_k_repacked", gemm_repacked_kernel<DType::Q6_K>},
+    {"embedding_q5_0_repacked", embedding_repacked_kernel<DType::Q5_0>},
+    {"embedding_q4_k_repacked", embedding_repacked_kernel<DType::Q4_K>},
+    {"embedding_q5_k_repacked", embedding_repacked_kernel<DType::Q5_K>},
+    {"embedding_q6_k_repacked", embedding_repacked_kernel<DType::Q6_K>},
 #endif
     {"rmsnorm_f32", rmsnorm_kernel},
     {"rmsnorm_add_f32", rmsnorm_add_kernel},

@@ -21,6 +21,7 @@
 
 #if defined(AKUNU_CPU_VNNI512)
 
+#include "backend/cpu/r16_kquant_layout.h"
 #include "backend/cpu/repacked_gemm_loop.h"
 
 #include <algorithm>
@@ -236,7 +237,7 @@ constexpr float kQ8x2Max = 16383.0f;  // q = 128 * hi + lo must keep hi within i
 }  // namespace
 
 // d = max|x| / 16383, q = x / d rounded to nearest (even on ties), hi = q >> 7 (arithmetic),
-// lo = q & 127, qsum = sum(q), sum = d * qsum.
+// lo = q & 127, qsum = sum(q), qsum_lo = the sum of the first 16, sum = d * qsum.
 void quantize_row_act_q8x2(const float *x, BlockQ8x2Act *dst, int64_t k) {
     for (int64_t b = 0; b < k / QK_ACT; ++b) {
         const __m512 v0 = _mm512_loadu_ps(x + b * QK_ACT), v1 = _mm512_loadu_ps(x + b * QK_ACT + 16);
@@ -253,10 +254,10 @@ void quantize_row_act_q8x2(const float *x, BlockQ8x2Act *dst, int64_t k) {
         _mm_storeu_si128(reinterpret_cast<__m128i *>(o.hi + 16), _mm512_cvtepi32_epi8(_mm512_srai_epi32(q1, 7)));
         _mm_storeu_si128(reinterpret_cast<__m128i *>(o.lo), _mm512_cvtepi32_epi8(_mm512_and_si512(q0, seven_bits)));
         _mm_storeu_si128(reinterpret_cast<__m128i *>(o.lo + 16), _mm512_cvtepi32_epi8(_mm512_and_si512(q1, seven_bits)));
-        o.qsum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+        o.qsum_lo = _mm512_reduce_add_epi32(q0);
+        o.qsum = o.qsum_lo + _mm512_reduce_add_epi32(q1);
         o.d = d;
         o.sum = d * (float)o.qsum;
-        o.reserved = 0;
     }
 }
 
@@ -270,11 +271,11 @@ void gemm_rows_repacked(const GemmArgs &args, int64_t n_begin, int64_t n_end) {
         case DType::Q4_0: return gemm_rows_r16<DType::Q4_0>(args, n_begin, n_end);
         case DType::Q4_1: return gemm_rows_r16<DType::Q4_1>(args, n_begin, n_end);
         case DType::Q8_0: return gemm_rows_r16<DType::Q8_0>(args, n_begin, n_end);
-        default: return;  // callers check has_repacked_layout
+        default: return r16k::gemm_rows(args, n_begin, n_end);  // callers check has_repacked_layout
     }
 }
 
-bool has_repacked_layout(DType t) { return t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q8_0; }
+bool has_repacked_layout(DType t) { return t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q8_0 || r16k::handles(t); }
 
 int repack_row_group(DType t) { return has_repacked_layout(t) ? kR16Rows : 0; }
 
@@ -284,7 +285,7 @@ size_t repacked_bytes(DType t, int64_t rows, int64_t K) {
         case DType::Q4_0: return padded_rows * (size_t)(K / QK4_0) * sizeof(BlockQ4_0);
         case DType::Q4_1: return padded_rows * (size_t)(K / QK4_1) * sizeof(BlockQ4_1);
         case DType::Q8_0: return padded_rows * (size_t)(K / QK8_0) * sizeof(BlockQ8_0);
-        default: return 0;
+        default: return r16k::repacked_bytes(t, rows, K);
     }
 }
 
@@ -295,7 +296,7 @@ void repack_weights(DType t, const void *src, void *dst, int64_t rows, int64_t K
         case DType::Q4_0: return repack_r16<DType::Q4_0>(s, d, rows, K);
         case DType::Q4_1: return repack_r16<DType::Q4_1>(s, d, rows, K);
         case DType::Q8_0: return repack_r16<DType::Q8_0>(s, d, rows, K);
-        default: return;
+        default: return r16k::repack(t, s, d, rows, K);
     }
 }
 
@@ -305,7 +306,7 @@ void dequantize_row_repacked(DType t, const void *packed, int64_t row, float *ds
         case DType::Q4_0: return dequantize_row_r16<DType::Q4_0>(p, row, dst, K);
         case DType::Q4_1: return dequantize_row_r16<DType::Q4_1>(p, row, dst, K);
         case DType::Q8_0: return dequantize_row_r16<DType::Q8_0>(p, row, dst, K);
-        default: return;
+        default: return r16k::dequantize_row(t, p, row, dst, K);
     }
 }
 

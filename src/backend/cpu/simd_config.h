@@ -39,6 +39,14 @@ inline float hsum(__m256 v) {
 #define AKUNU_NO_FP_CONTRACT_SCOPE
 #endif
 
+// Tile helpers whose accumulators must stay in registers: GCC stops inlining large unrolled bodies,
+// and a helper called out of line passes its accumulator arrays through memory.
+#if defined(__GNUC__)
+#define AKUNU_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define AKUNU_ALWAYS_INLINE inline
+#endif
+
 // Tile loops have compile-time trip counts; unrolling them keeps accumulators in registers.
 #if defined(__GNUC__)
 #define AKUNU_UNROLL _Pragma("GCC unroll 16")

@@ -1,0 +1,507 @@
+// r16 for Q5_0, Q4_K, Q5_K and Q6_K (AVX-512 VNNI builds): weights repacked at load into groups of
+// 16 interleaved rows, their GEMM against BlockQ8x2Act activations, and the way back to GGUF blocks.
+//
+// Why: on GGUF rows these formats are decoded block by block into int8 and dotted with int16 madds
+// (kquant_kernels.cpp); a Llama-3.2-1B Q4_K_M token then costs the core more than the memory. Here,
+// as for Q4_0 in r16_layout.cpp, one 64-byte load holds four quants of each of 16 rows, a mask
+// makes them bytes, and one vpdpbusd per activation digit gives all sixteen rows' partial dots.
+//
+// A group-block (the same block of 16 rows) is exactly 16 x the GGUF block's bytes:
+//   header | sub-block 0 | sub-block 1 | ...           (one sub-block per 32 elements)
+// header: the per-row factors as planes of 16 (plane p holds field p of rows 0..15):
+//   Q5_0        fp16 d[16]                                          32 bytes
+//   Q4_K, Q5_K  fp16 d[16] | fp16 dmin[16] | scales[12][16]         256 bytes (GGUF's 12 packed bytes)
+//   Q6_K        fp16 d[16] | int8 scales[16][16]                    288 bytes
+// sub-block: the quants as unsigned numbers u (the value is a function of u and the factors):
+//   4 nibble chunks of 64 bytes: chunk c, byte 4 l + b = row l's low 4 bits of element 4 c + b (low
+//     nibble) and of element 16 + 4 c + b (high nibble), Q4_0's order;
+//   then the higher bits, 64 bytes per bit: "vector" k (k = 0..7) being elements 4 k .. 4 k + 3,
+//     Q5 (1 bit):  byte 4 l + b, bit k          = bit 4 of row l's element 4 k + b;
+//     Q6 (2 bits): chunk k / 4, byte 4 l + b, bits 2 (k % 4) .. + 1 = bits 4, 5 of that element.
+// A vector's bytes come out of a nibble chunk with a mask (or a shift and a mask) and, for Q5 / Q6,
+// one shift of a bit chunk and one ternary-logic op that ORs its bits in at 4 (and 5).
+//
+// Values: Q5_0 d (u - 16); Q4_K / Q5_K (d sc_j) u - dmin m_j per 32 elements; Q6_K d sc_g (u - 32)
+// per 16. The integer dots sum u x q exactly in int32 (u <= 63, |q| <= 16383); the offsets come
+// back as offset x (sum of q): per 32 elements from BlockQ8x2Act::qsum, per 16 with qsum_lo.
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12's AVX-512 intrinsics start from an undefined vector and warn wherever they are inlined.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include "backend/cpu/r16_kquant_layout.h"
+
+#include "backend/cpu/simd_config.h"
+
+#if defined(AKUNU_CPU_VNNI512)
+
+#include <algorithm>
+#include <cstring>
+
+#include "backend/cpu/repacked_gemm_loop.h"
+#include "core/kquant_blocks.h"
+
+namespace akunu::cpu::r16k {
+
+namespace {
+
+constexpr int kRows = 16;
+constexpr size_t kNibbleBytes = 4 * 64;  // a sub-block's nibble chunks
+
+template <DType T> struct Geom;
+template <> struct Geom<DType::Q5_0> {
+    using Block = BlockQ5_0;
+    static constexpr int kElems = 32, kHighBits = 1;
+    static constexpr size_t kHeader = 32;
+};
+template <> struct Geom<DType::Q4_K> {
+    using Block = BlockQ4_K;
+    static constexpr int kElems = QK_K, kHighBits = 0;
+    static constexpr size_t kHeader = 256;
+};
+template <> struct Geom<DType::Q5_K> {
+    using Block = BlockQ5_K;
+    static constexpr int kElems = QK_K, kHighBits = 1;
+    static constexpr size_t kHeader = 256;
+};
+template <> struct Geom<DType::Q6_K> {
+    using Block = BlockQ6_K;
+    static constexpr int kElems = QK_K, kHighBits = 2;
+    static constexpr size_t kHeader = 288;
+};
+
+template <DType T> constexpr int kSubBlocks = Geom<T>::kElems / 32;
+template <DType T> constexpr size_t kSubBytes = kNibbleBytes + 64 * Geom<T>::kHighBits;
+template <DType T> constexpr size_t kGroupBlock = Geom<T>::kHeader + kSubBlocks<T> * kSubBytes<T>;
+static_assert(kGroupBlock<DType::Q5_0> == kRows * sizeof(BlockQ5_0), "r16 Q5_0 keeps the GGUF size");
+static_assert(kGroupBlock<DType::Q4_K> == kRows * sizeof(BlockQ4_K), "r16 Q4_K keeps the GGUF size");
+static_assert(kGroupBlock<DType::Q5_K> == kRows * sizeof(BlockQ5_K), "r16 Q5_K keeps the GGUF size");
+static_assert(kGroupBlock<DType::Q6_K> == kRows * sizeof(BlockQ6_K), "r16 Q6_K keeps the GGUF size");
+
+// ---- a GGUF block's quants as unsigned numbers in element order, and back ----
+
+template <DType T> void quants_of(const typename Geom<T>::Block &w, uint8_t *u);
+template <DType T> void set_quants(typename Geom<T>::Block &w, const uint8_t *u);
+
+template <> void quants_of<DType::Q5_0>(const BlockQ5_0 &w, uint8_t *u) {
+    uint32_t qh;
+    std::memcpy(&qh, w.qh, 4);
+    for (int j = 0; j < 16; ++j) {
+        u[j] = (uint8_t)((w.qs[j] & 15) | ((qh >> j) & 1) << 4);
+        u[j + 16] = (uint8_t)((w.qs[j] >> 4) | ((qh >> (j + 16)) & 1) << 4);
+    }
+}
+template <> void set_quants<DType::Q5_0>(BlockQ5_0 &w, const uint8_t *u) {
+    uint32_t qh = 0;
+    for (int j = 0; j < 16; ++j) {
+        w.qs[j] = (uint8_t)((u[j] & 15) | (u[j + 16] & 15) << 4);
+        qh |= (uint32_t)(u[j] >> 4) << j | (uint32_t)(u[j + 16] >> 4) << (j + 16);
+    }
+    std::memcpy(w.qh, &qh, 4);
+}
+
+// Q4_K / Q5_K: element 64 c + 32 h + l is nibble h of qs[32 c + l]; Q5_K's 5th bit is bit (e / 32) of qh[e % 32].
+template <class Block> void q4k_nibbles_of(const Block &w, uint8_t *u) {
+    for (int c = 0; c < 4; ++c)
+        for (int l = 0; l < 32; ++l) {
+            u[64 * c + l] = w.qs[32 * c + l] & 15;
+            u[64 * c + 32 + l] = w.qs[32 * c + l] >> 4;
+        }
+}
+template <class Block> void set_q4k_nibbles(Block &w, const uint8_t *u) {
+    for (int c = 0; c < 4; ++c)
+        for (int l = 0; l < 32; ++l) w.qs[32 * c + l] = (uint8_t)((u[64 * c + l] & 15) | (u[64 * c + 32 + l] & 15) << 4);
+}
+template <> void quants_of<DType::Q4_K>(const BlockQ4_K &w, uint8_t *u) { q4k_nibbles_of(w, u); }
+template <> void set_quants<DType::Q4_K>(BlockQ4_K &w, const uint8_t *u) { set_q4k_nibbles(w, u); }
+template <> void quants_of<DType::Q5_K>(const BlockQ5_K &w, uint8_t *u) {
+    q4k_nibbles_of(w, u);
+    for (int e = 0; e < QK_K; ++e) u[e] |= (uint8_t)(((w.qh[e % 32] >> (e / 32)) & 1) << 4);
+}
+template <> void set_quants<DType::Q5_K>(BlockQ5_K &w, const uint8_t *u) {
+    set_q4k_nibbles(w, u);
+    std::memset(w.qh, 0, sizeof w.qh);
+    for (int e = 0; e < QK_K; ++e) w.qh[e % 32] |= (uint8_t)((u[e] >> 4) << (e / 32));
+}
+
+// Q6_K: element 128 h + r: low 4 bits nibble r / 64 of ql[64 h + r % 64], high 2 bits bits 2 (r / 32)
+// of qh[32 h + r % 32].
+template <> void quants_of<DType::Q6_K>(const BlockQ6_K &w, uint8_t *u) {
+    for (int e = 0; e < QK_K; ++e) {
+        const int h = e / 128, r = e % 128;
+        const int lo = (w.ql[64 * h + r % 64] >> (4 * (r / 64))) & 15;
+        const int hi = (w.qh[32 * h + r % 32] >> (2 * (r / 32))) & 3;
+        u[e] = (uint8_t)(lo | hi << 4);
+    }
+}
+template <> void set_quants<DType::Q6_K>(BlockQ6_K &w, const uint8_t *u) {
+    std::memset(w.ql, 0, sizeof w.ql);
+    std::memset(w.qh, 0, sizeof w.qh);
+    for (int e = 0; e < QK_K; ++e) {
+        const int h = e / 128, r = e % 128;
+        w.ql[64 * h + r % 64] |= (uint8_t)((u[e] & 15) << (4 * (r / 64)));
+        w.qh[32 * h + r % 32] |= (uint8_t)((u[e] >> 4) << (2 * (r / 32)));
+    }
+}
+
+// ---- the header: row l's factors in (and out of) the group-block's planes ----
+
+template <DType T> void write_header(uint8_t *gb, int l, const typename Geom<T>::Block &w) {
+    std::memcpy(gb + 2 * l, &w.d, 2);
+    if constexpr (T == DType::Q4_K || T == DType::Q5_K) {
+        std::memcpy(gb + 32 + 2 * l, &w.dmin, 2);
+        for (int p = 0; p < 12; ++p) gb[64 + 16 * p + l] = w.scales[p];
+    } else if constexpr (T == DType::Q6_K) {
+        for (int g = 0; g < 16; ++g) gb[32 + 16 * g + l] = (uint8_t)w.scales[g];
+    }
+}
+template <DType T> void read_header(const uint8_t *gb, int l, typename Geom<T>::Block &w) {
+    std::memcpy(&w.d, gb + 2 * l, 2);
+    if constexpr (T == DType::Q4_K || T == DType::Q5_K) {
+        std::memcpy(&w.dmin, gb + 32 + 2 * l, 2);
+        for (int p = 0; p < 12; ++p) w.scales[p] = gb[64 + 16 * p + l];
+    } else if constexpr (T == DType::Q6_K) {
+        for (int g = 0; g < 16; ++g) w.scales[g] = (int8_t)gb[32 + 16 * g + l];
+    }
+}
+
+// Where element e (0..31) of row l lives in a sub-block: its nibble byte (and which nibble), and
+// its bits above the nibble (byte, shift of bit 4 within it).
+struct QuantPlace {
+    size_t nibble_byte;
+    int nibble_shift;  // 0: low nibble, 4: high
+    size_t bits_byte;
+    int bits_shift;  // where bit 4 of u goes
+};
+template <DType T> QuantPlace place(int l, int e) {
+    const int k = e / 4, b = e % 4;  // vector k, byte b of the row's four
+    QuantPlace p;
+    p.nibble_byte = 64 * (k % 4) + 4 * l + b;
+    p.nibble_shift = k < 4 ? 0 : 4;
+    if constexpr (Geom<T>::kHighBits == 1) {
+        p.bits_byte = kNibbleBytes + 4 * l + b;
+        p.bits_shift = k;
+    } else {
+        p.bits_byte = kNibbleBytes + 64 * (k / 4) + 4 * l + b;
+        p.bits_shift = 2 * (k % 4);
+    }
+    return p;
+}
+
+template <DType T> void repack_matrix(const uint8_t *src, uint8_t *dst, int64_t rows, int64_t K) {
+    using Block = typename Geom<T>::Block;
+    constexpr int kElems = Geom<T>::kElems;
+    const int64_t nb = K / kElems;
+    const size_t row_bytes = (size_t)nb * sizeof(Block);
+    const int64_t groups = (rows + kRows - 1) / kRows;
+    alignas(64) uint8_t gb[kGroupBlock<T>];
+    uint8_t u[kElems];
+    for (int64_t g = 0; g < groups; ++g) {
+        const int n_rows = (int)std::min<int64_t>(kRows, rows - g * kRows);
+        for (int64_t b = 0; b < nb; ++b) {
+            std::memset(gb, 0, sizeof gb);  // padding rows of the last group stay zero (d = 0)
+            for (int l = 0; l < n_rows; ++l) {
+                Block w;
+                std::memcpy(&w, src + (size_t)(g * kRows + l) * row_bytes + (size_t)b * sizeof(Block), sizeof(Block));
+                write_header<T>(gb, l, w);
+                quants_of<T>(w, u);
+                for (int s = 0; s < kSubBlocks<T>; ++s) {
+                    uint8_t *sub = gb + Geom<T>::kHeader + (size_t)s * kSubBytes<T>;
+                    for (int e = 0; e < 32; ++e) {
+                        const QuantPlace p = place<T>(l, e);
+                        const int v = u[32 * s + e];
+                        sub[p.nibble_byte] |= (uint8_t)((v & 15) << p.nibble_shift);
+                        if constexpr (Geom<T>::kHighBits > 0) sub[p.bits_byte] |= (uint8_t)((v >> 4) << p.bits_shift);
+                    }
+                }
+            }
+            std::memcpy(dst + (size_t)g * kRows * row_bytes + (size_t)b * kGroupBlock<T>, gb, sizeof gb);
+        }
+    }
+}
+
+template <DType T> typename Geom<T>::Block unpack_block(const uint8_t *packed, int64_t row, int64_t b, int64_t K) {
+    using Block = typename Geom<T>::Block;
+    constexpr int kHighMask = (1 << Geom<T>::kHighBits) - 1;
+    const size_t row_bytes = (size_t)(K / Geom<T>::kElems) * sizeof(Block);
+    const int l = (int)(row % kRows);
+    const uint8_t *gb = packed + (size_t)(row / kRows) * kRows * row_bytes + (size_t)b * kGroupBlock<T>;
+    Block w{};
+    read_header<T>(gb, l, w);
+    uint8_t u[Geom<T>::kElems];
+    for (int s = 0; s < kSubBlocks<T>; ++s) {
+        const uint8_t *sub = gb + Geom<T>::kHeader + (size_t)s * kSubBytes<T>;
+        for (int e = 0; e < 32; ++e) {
+            const QuantPlace p = place<T>(l, e);
+            int v = (sub[p.nibble_byte] >> p.nibble_shift) & 15;
+            if constexpr (Geom<T>::kHighBits > 0) v |= ((sub[p.bits_byte] >> p.bits_shift) & kHighMask) << 4;
+            u[32 * s + e] = (uint8_t)v;
+        }
+    }
+    set_quants<T>(w, u);
+    return w;
+}
+
+// Row `row` gathered back into GGUF blocks, then the GGUF row's dequantize_row: bit-exact.
+template <DType T> void dequantize_matrix_row(const uint8_t *packed, int64_t row, float *dst, int64_t K) {
+    constexpr int64_t kBatch = 8;
+    typename Geom<T>::Block blocks[kBatch];
+    const int64_t nb = K / Geom<T>::kElems;
+    for (int64_t b0 = 0; b0 < nb; b0 += kBatch) {
+        const int64_t n = std::min<int64_t>(kBatch, nb - b0);
+        for (int64_t i = 0; i < n; ++i) blocks[i] = unpack_block<T>(packed, row, b0 + i, K);
+        akunu::cpu::dequantize_row(T, blocks, dst + b0 * Geom<T>::kElems, n * Geom<T>::kElems);
+    }
+}
+
+// ---- the GEMM ----
+
+inline __m512i bcast4(const int8_t *p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+}
+inline __m512i bytes(int v) { return _mm512_set1_epi8((char)v); }
+// nib | (x & mask), one instruction.
+inline __m512i or_masked(__m512i nib, __m512i x, __m512i mask) { return _mm512_ternarylogic_epi32(nib, x, mask, 0xF8); }
+
+// Bit k of every byte of a 1-bit chunk moved to bit 4 (other bits left as they fall). 16-bit shifts
+// by at most 4 never carry a neighbouring byte's bit into bit 4.
+template <int K> inline __m512i bit_to_4(__m512i v) {
+    if constexpr (K < 4) return _mm512_slli_epi16(v, 4 - K);
+    else if constexpr (K == 4) return v;
+    else return _mm512_srli_epi16(v, K - 4);
+}
+// Bits 2k, 2k + 1 of every byte of a 2-bit chunk moved to bits 4, 5.
+template <int K> inline __m512i bits_to_45(__m512i v) {
+    if constexpr (K < 2) return _mm512_slli_epi16(v, 4 - 2 * K);
+    else if constexpr (K == 2) return v;
+    else return _mm512_srli_epi16(v, 2);
+}
+
+// The factors of one group-block, as 16-lane float vectors (lane = row), ready per sub-block.
+template <DType T> struct Factors;
+
+template <> struct Factors<DType::Q5_0> {
+    __m512 d;
+    explicit Factors(const uint8_t *gb) : d(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(gb)))) {}
+    // One activation row's sub-block: acc += a.d * d * (isum - 16 qsum).
+    AKUNU_ALWAYS_INLINE void accumulate(const __m512i (&hi)[2], const __m512i (&lo)[2], const BlockQ8x2Act &a, __m512 &acc) const {
+        __m512i isum = _mm512_add_epi32(_mm512_slli_epi32(_mm512_add_epi32(hi[0], hi[1]), 7), _mm512_add_epi32(lo[0], lo[1]));
+        isum = _mm512_sub_epi32(isum, _mm512_set1_epi32(16 * a.qsum));
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, _mm512_set1_ps(a.d)), acc);
+    }
+};
+
+// Q4_K / Q5_K: the 6-bit sc and m of sub-blocks 0..3 and 4..7 as bytes, lane j of a vector holding
+// sub-block j (mod 4) of the 16 rows; unpacked from GGUF's 12 bytes (kquant_scale_min) for 16 rows at once.
+struct ScaleMinK {
+    __m512 d, dmin;
+    __m512i sc03, m03, sc47, m47;
+    explicit ScaleMinK(const uint8_t *gb) {
+        d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(gb)));
+        dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(gb + 32)));
+        const __m512i s03 = _mm512_loadu_si512(gb + 64), s47 = _mm512_loadu_si512(gb + 128),
+                      s811 = _mm512_loadu_si512(gb + 192);
+        sc03 = _mm512_and_si512(s03, bytes(63));
+        m03 = _mm512_and_si512(s47, bytes(63));
+        // sc_j = (s[j + 4] & 15) | (s[j - 4] >> 6) << 4; m_j = (s[j + 4] >> 4) | (s[j] >> 6) << 4 (j >= 4)
+        const __m512i top_sc = _mm512_and_si512(_mm512_srli_epi16(s03, 2), bytes(0x30));
+        const __m512i top_m = _mm512_and_si512(_mm512_srli_epi16(s47, 2), bytes(0x30));
+        sc47 = or_masked(top_sc, s811, bytes(15));
+        m47 = or_masked(top_m, _mm512_srli_epi16(s811, 4), bytes(15));
+    }
+    template <int S> static __m512 lane_as_floats(__m512i v) {
+        return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(v, S % 4)));
+    }
+    // One activation row's sub-block S: acc += a.d * (d sc_S) * isum - (dmin m_S) * a.sum.
+    AKUNU_ALWAYS_INLINE void accumulate(const __m512i (&hi)[2], const __m512i (&lo)[2], const BlockQ8x2Act &a,
+                                        __m512 &acc, __m512 scale, __m512 min) const {
+        const __m512i isum = _mm512_add_epi32(_mm512_slli_epi32(_mm512_add_epi32(hi[0], hi[1]), 7), _mm512_add_epi32(lo[0], lo[1]));
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(scale, _mm512_set1_ps(a.d)), acc);
+        acc = _mm512_fnmadd_ps(min, _mm512_set1_ps(a.sum), acc);
+    }
+};
+
+template <> struct Factors<DType::Q4_K> : ScaleMinK {
+    using ScaleMinK::ScaleMinK;
+};
+template <> struct Factors<DType::Q5_K> : ScaleMinK {
+    using ScaleMinK::ScaleMinK;
+};
+
+template <> struct Factors<DType::Q6_K> {
+    __m512 d;
+    const int8_t *scales;  // plane g: the int8 scale of 16-element group g, per row
+    explicit Factors(const uint8_t *gb)
+        : d(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(gb)))),
+          scales(reinterpret_cast<const int8_t *>(gb + 32)) {}
+    __m512 group_scale(int g) const {
+        return _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(scales + 16 * g)))));
+    }
+    // One activation row's sub-block: per 16-element half h, acc += a.d * (d sc_h) * (isum_h - 32 qsum_h).
+    AKUNU_ALWAYS_INLINE void accumulate(const __m512i (&hi)[2], const __m512i (&lo)[2], const BlockQ8x2Act &a,
+                                        __m512 &acc, __m512 scale0, __m512 scale1) const {
+        const __m512i i0 = _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(hi[0], 7), lo[0]), _mm512_set1_epi32(32 * a.qsum_lo));
+        const __m512i i1 = _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(hi[1], 7), lo[1]),
+                                            _mm512_set1_epi32(32 * (a.qsum - a.qsum_lo)));
+        const __m512 t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(i1), scale1, _mm512_mul_ps(_mm512_cvtepi32_ps(i0), scale0));
+        acc = _mm512_fmadd_ps(t, _mm512_set1_ps(a.d), acc);
+    }
+};
+
+#ifndef AKUNU_R16_TILE_M
+#define AKUNU_R16_TILE_M 4
+#endif
+constexpr int kTileM = AKUNU_R16_TILE_M;
+
+// The dots of nibble chunk C of a sub-block (vectors C and 4 + C) with RM activation rows.
+template <DType T, int RM, int C>
+AKUNU_ALWAYS_INLINE void chunk_dots(const uint8_t *sub, __m512i bits0, __m512i bits1, const BlockQ8x2Act *const (&a)[RM],
+                                    __m512i (&hi)[RM][2], __m512i (&lo)[RM][2]) {
+    const __m512i w = _mm512_loadu_si512(sub + 64 * C);
+    __m512i v_lo = _mm512_and_si512(w, bytes(15));
+    __m512i v_hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), bytes(15));
+    if constexpr (Geom<T>::kHighBits == 1) {
+        v_lo = or_masked(v_lo, bit_to_4<C>(bits0), bytes(0x10));
+        v_hi = or_masked(v_hi, bit_to_4<4 + C>(bits0), bytes(0x10));
+    } else if constexpr (Geom<T>::kHighBits == 2) {
+        v_lo = or_masked(v_lo, bits_to_45<C>(bits0), bytes(0x30));
+        v_hi = or_masked(v_hi, bits_to_45<C>(bits1), bytes(0x30));
+    }
+    AKUNU_UNROLL
+    for (int m = 0; m < RM; ++m) {
+        hi[m][0] = _mm512_dpbusd_epi32(hi[m][0], v_lo, bcast4(a[m]->hi + 4 * C));
+        lo[m][0] = _mm512_dpbusd_epi32(lo[m][0], v_lo, bcast4(a[m]->lo + 4 * C));
+        hi[m][1] = _mm512_dpbusd_epi32(hi[m][1], v_hi, bcast4(a[m]->hi + 16 + 4 * C));
+        lo[m][1] = _mm512_dpbusd_epi32(lo[m][1], v_hi, bcast4(a[m]->lo + 16 + 4 * C));
+    }
+}
+
+// Sub-block S of a group-block (and, recursively, the ones after it) into acc: its integer dots
+// (hi[m][h] / lo[m][h]: the 16 rows' dots of elements 16 h .. 16 h + 15 with activation row m's
+// high / low digit), then the format's factors.
+template <DType T, int RM, int S>
+AKUNU_ALWAYS_INLINE void sub_blocks(const Factors<T> &f, const uint8_t *gb, const BlockQ8x2Act *const (&xb)[RM],
+                                    __m512 (&acc)[RM]) {
+    const uint8_t *sub = gb + Geom<T>::kHeader + S * kSubBytes<T>;
+    const BlockQ8x2Act *a[RM];
+    __m512i hi[RM][2], lo[RM][2];
+    AKUNU_UNROLL
+    for (int m = 0; m < RM; ++m) {
+        a[m] = xb[m] + S;
+        hi[m][0] = hi[m][1] = lo[m][0] = lo[m][1] = _mm512_setzero_si512();
+    }
+    __m512i bits0 = _mm512_setzero_si512(), bits1 = _mm512_setzero_si512();
+    if constexpr (Geom<T>::kHighBits >= 1) bits0 = _mm512_loadu_si512(sub + kNibbleBytes);
+    if constexpr (Geom<T>::kHighBits == 2) bits1 = _mm512_loadu_si512(sub + kNibbleBytes + 64);
+    chunk_dots<T, RM, 0>(sub, bits0, bits1, a, hi, lo);
+    chunk_dots<T, RM, 1>(sub, bits0, bits1, a, hi, lo);
+    chunk_dots<T, RM, 2>(sub, bits0, bits1, a, hi, lo);
+    chunk_dots<T, RM, 3>(sub, bits0, bits1, a, hi, lo);
+    if constexpr (T == DType::Q5_0) {
+        AKUNU_UNROLL
+        for (int m = 0; m < RM; ++m) f.accumulate(hi[m], lo[m], *a[m], acc[m]);
+    } else if constexpr (T == DType::Q6_K) {
+        const __m512 scale0 = f.group_scale(2 * S), scale1 = f.group_scale(2 * S + 1);
+        AKUNU_UNROLL
+        for (int m = 0; m < RM; ++m) f.accumulate(hi[m], lo[m], *a[m], acc[m], scale0, scale1);
+    } else {
+        const __m512 scale = _mm512_mul_ps(f.d, ScaleMinK::lane_as_floats<S>(S < 4 ? f.sc03 : f.sc47));
+        const __m512 min = _mm512_mul_ps(f.dmin, ScaleMinK::lane_as_floats<S>(S < 4 ? f.m03 : f.m47));
+        AKUNU_UNROLL
+        for (int m = 0; m < RM; ++m) f.accumulate(hi[m], lo[m], *a[m], acc[m], scale, min);
+    }
+    if constexpr (S + 1 < kSubBlocks<T>) sub_blocks<T, RM, S + 1>(f, gb, xb, acc);
+}
+
+// One group of 16 rows against RM activation rows: out[m] lane l = dot(row l, activation row m).
+template <DType T, int RM>
+void tile(const uint8_t *group, const uint8_t *x, size_t x_row_bytes, int64_t nb, __m512 *out) {
+    const BlockQ8x2Act *xr[RM];
+    __m512 acc[RM];
+    AKUNU_UNROLL
+    for (int m = 0; m < RM; ++m) {
+        xr[m] = reinterpret_cast<const BlockQ8x2Act *>(x + (size_t)m * x_row_bytes);
+        acc[m] = _mm512_setzero_ps();
+    }
+    for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t *gb = group + (size_t)b * kGroupBlock<T>;
+        const BlockQ8x2Act *xb[RM];
+        AKUNU_UNROLL
+        for (int m = 0; m < RM; ++m) xb[m] = xr[m] + b * kSubBlocks<T>;
+        sub_blocks<T, RM, 0>(Factors<T>(gb), gb, xb, acc);
+    }
+    AKUNU_UNROLL
+    for (int m = 0; m < RM; ++m) out[m] = acc[m];
+}
+
+using TileFn = void (*)(const uint8_t *, const uint8_t *, size_t, int64_t, __m512 *);
+
+template <DType T> struct TileTable {
+    TileFn fn[kTileM];
+    template <int RM> constexpr void fill() {
+        fn[RM - 1] = &tile<T, RM>;
+        if constexpr (RM > 1) fill<RM - 1>();
+    }
+    constexpr TileTable() : fn{} { fill<kTileM>(); }
+};
+
+template <DType T> void gemm_matrix_rows(const GemmArgs &a, int64_t n_begin, int64_t n_end) {
+    static constexpr TileTable<T> table{};
+    const int64_t nb = a.K / Geom<T>::kElems;
+    for_each_group_tile<kRows, kTileM>(
+        a, n_begin, n_end, [&](const uint8_t *group, int64_t m, int rm, int64_t row0, int lo, int hi) {
+            __m512 out[kTileM];
+            table.fn[rm - 1](group, a.x + (size_t)m * a.x_row_bytes, a.x_row_bytes, nb, out);
+            const __mmask16 keep = (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
+            for (int i = 0; i < rm; ++i) {
+                float *y = a.y + (size_t)(m + i) * a.y_stride + row0;
+                const __m512 v = a.accumulate ? _mm512_add_ps(_mm512_maskz_loadu_ps(keep, y), out[i]) : out[i];
+                _mm512_mask_storeu_ps(y, keep, v);
+            }
+        });
+}
+
+}  // namespace
+
+bool handles(DType t) { return t == DType::Q5_0 || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K; }
+
+size_t repacked_bytes(DType t, int64_t rows, int64_t K) {
+    const DTypeInfo *info = dtype_info((uint32_t)t);
+    const size_t padded_rows = (size_t)((rows + kRows - 1) / kRows) * kRows;
+    return handles(t) && info ? padded_rows * row_bytes(*info, (uint64_t)K) : 0;
+}
+
+void repack(DType t, const uint8_t *src, uint8_t *dst, int64_t rows, int64_t K) {
+    switch (t) {
+        case DType::Q5_0: return repack_matrix<DType::Q5_0>(src, dst, rows, K);
+        case DType::Q4_K: return repack_matrix<DType::Q4_K>(src, dst, rows, K);
+        case DType::Q5_K: return repack_matrix<DType::Q5_K>(src, dst, rows, K);
+        case DType::Q6_K: return repack_matrix<DType::Q6_K>(src, dst, rows, K);
+        default: return;
+    }
+}
+
+void dequantize_row(DType t, const uint8_t *packed, int64_t row, float *dst, int64_t K) {
+    switch (t) {
+        case DType::Q5_0: return dequantize_matrix_row<DType::Q5_0>(packed, row, dst, K);
+        case DType::Q4_K: return dequantize_matrix_row<DType::Q4_K>(packed, row, dst, K);
+        case DType::Q5_K: return dequantize_matrix_row<DType::Q5_K>(packed, row, dst, K);
+        case DType::Q6_K: return dequantize_matrix_row<DType::Q6_K>(packed, row, dst, K);
+        default: return;
+    }
+}
+
+void gemm_rows(const GemmArgs &args, int64_t n_begin, int64_t n_end) {
+    switch (args.type) {
+        case DType::Q5_0: return gemm_matrix_rows<DType::Q5_0>(args, n_begin, n_end);
+        case DType::Q4_K: return gemm_matrix_rows<DType::Q4_K>(args, n_begin, n_end);
+        case DType::Q5_K: return gemm_matrix_rows<DType::Q5_K>(args, n_begin, n_end);
+        case DType::Q6_K: return gemm_matrix_rows<DType::Q6_K>(args, n_begin, n_end);
+        default: return;
+    }
+}
+
+}  // namespace akunu::cpu::r16k
+
+#endif  // AKUNU_CPU_VNNI512

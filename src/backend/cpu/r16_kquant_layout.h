@@ -1,0 +1,21 @@
+// The r16 layout of the 5- and 6-bit and superblock formats (Q5_0, Q4_K, Q5_K, Q6_K) on AVX-512
+// VNNI builds: the same 16-row groups and vpdpbusd dots against two-digit int8 activations
+// (BlockQ8x2Act) as Q4_0 / Q4_1 / Q8_0's r16 (r16_layout.cpp), with the formats' extra bits and
+// per-16 / per-32 scales. r16_layout.cpp's entry points (repack_weights, gemm_rows_repacked, ...)
+// forward these dtypes here. Layout: r16_kquant_layout.cpp.
+#pragma once
+#include <cstdint>
+
+#include "backend/cpu/quant_kernels.h"
+
+namespace akunu::cpu::r16k {
+
+bool handles(DType t);
+// Per matrix of `rows` GGUF rows of K elements, padded to whole 16-row groups: 16 x the GGUF
+// row's bytes per group, exactly (the same size as the GGUF rows it holds).
+size_t repacked_bytes(DType t, int64_t rows, int64_t K);
+void repack(DType t, const uint8_t *src, uint8_t *dst, int64_t rows, int64_t K);
+void dequantize_row(DType t, const uint8_t *packed, int64_t row, float *dst, int64_t K);
+void gemm_rows(const GemmArgs &args, int64_t n_begin, int64_t n_end);
+
+}  // namespace akunu::cpu::r16k

@@ -115,7 +115,8 @@ template <> void quants_of<DType::Q4_K>(const BlockQ4_K &w, uint8_t *u) { q4k_ni
 template <> void set_quants<DType::Q4_K>(BlockQ4_K &w, const uint8_t *u) { set_q4k_nibbles(w, u); }
 template <> void quants_of<DType::Q5_K>(const BlockQ5_K &w, uint8_t *u) {
     q4k_nibbles_of(w, u);
-    for (int e = 0; e < QK_K; ++e) u[e] |= (uint8_t)(((w.qh[e % 32] >> (e / 32)) & 1) << 4);
+    for (int j = 0; j < 8; ++j)
+        for (int l = 0; l < 32; ++l) u[32 * j + l] |= (uint8_t)(((w.qh[l] >> j) & 1) << 4);
 }
 template <> void set_quants<DType::Q5_K>(BlockQ5_K &w, const uint8_t *u) {
     set_q4k_nibbles(w, u);
@@ -126,12 +127,15 @@ template <> void set_quants<DType::Q5_K>(BlockQ5_K &w, const uint8_t *u) {
 // Q6_K: element 128 h + r: low 4 bits nibble r / 64 of ql[64 h + r % 64], high 2 bits bits 2 (r / 32)
 // of qh[32 h + r % 32].
 template <> void quants_of<DType::Q6_K>(const BlockQ6_K &w, uint8_t *u) {
-    for (int e = 0; e < QK_K; ++e) {
-        const int h = e / 128, r = e % 128;
-        const int lo = (w.ql[64 * h + r % 64] >> (4 * (r / 64))) & 15;
-        const int hi = (w.qh[32 * h + r % 32] >> (2 * (r / 32))) & 3;
-        u[e] = (uint8_t)(lo | hi << 4);
-    }
+    for (int h = 0; h < 2; ++h)
+        for (int l = 0; l < 32; ++l) {
+            const int ql0 = w.ql[64 * h + l], ql1 = w.ql[64 * h + 32 + l], qh = w.qh[32 * h + l];
+            uint8_t *o = u + 128 * h + l;
+            o[0] = (uint8_t)((ql0 & 15) | (qh & 3) << 4);
+            o[32] = (uint8_t)((ql1 & 15) | ((qh >> 2) & 3) << 4);
+            o[64] = (uint8_t)((ql0 >> 4) | ((qh >> 4) & 3) << 4);
+            o[96] = (uint8_t)((ql1 >> 4) | ((qh >> 6) & 3) << 4);
+        }
 }
 template <> void set_quants<DType::Q6_K>(BlockQ6_K &w, const uint8_t *u) {
     std::memset(w.ql, 0, sizeof w.ql);
@@ -164,27 +168,48 @@ template <DType T> void read_header(const uint8_t *gb, int l, typename Geom<T>::
     }
 }
 
-// Where element e (0..31) of row l lives in a sub-block: its nibble byte (and which nibble), and
-// its bits above the nibble (byte, shift of bit 4 within it).
-struct QuantPlace {
-    size_t nibble_byte;
-    int nibble_shift;  // 0: low nibble, 4: high
-    size_t bits_byte;
-    int bits_shift;  // where bit 4 of u goes
-};
-template <DType T> QuantPlace place(int l, int e) {
-    const int k = e / 4, b = e % 4;  // vector k, byte b of the row's four
-    QuantPlace p;
-    p.nibble_byte = 64 * (k % 4) + 4 * l + b;
-    p.nibble_shift = k < 4 ? 0 : 4;
-    if constexpr (Geom<T>::kHighBits == 1) {
-        p.bits_byte = kNibbleBytes + 4 * l + b;
-        p.bits_shift = k;
-    } else {
-        p.bits_byte = kNibbleBytes + 64 * (k / 4) + 4 * l + b;
-        p.bits_shift = 2 * (k % 4);
+// Row l's part of a sub-block, from the 32 unsigned quants u of its elements: the nibble bytes
+// (byte j: elements j and 16 + j) in four-byte runs, one per chunk, and the bits above the nibble
+// (little-endian words: byte b of a run is bits 8 b .. 8 b + 7).
+template <DType T> void put_sub_block(uint8_t *sub, int l, const uint8_t *u) {
+    uint8_t nib[16];
+    for (int j = 0; j < 16; ++j) nib[j] = (uint8_t)((u[j] & 15) | (u[j + 16] & 15) << 4);
+    for (int c = 0; c < 4; ++c) std::memcpy(sub + 64 * c + 4 * l, nib + 4 * c, 4);
+    if constexpr (Geom<T>::kHighBits > 0) {
+        // Bit e of bit4 / bit5 = bit 4 / 5 of u[e]; byte b of a run gathers the bits of elements
+        // b, b + 4, b + 8, ... (vectors k = 0, 1, 2, ...): one pext per byte.
+        const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(u));
+        const uint32_t bit4 = (uint32_t)_mm256_movemask_epi8(_mm256_slli_epi16(q, 3));
+        uint32_t bits[2] = {0, 0};
+        if constexpr (Geom<T>::kHighBits == 1) {
+            for (int b = 0; b < 4; ++b) bits[0] |= _pext_u32(bit4, 0x11111111u << b) << (8 * b);
+        } else {  // run i holds vectors 4 i .. 4 i + 3, two bits each
+            const uint32_t bit5 = (uint32_t)_mm256_movemask_epi8(_mm256_slli_epi16(q, 2));
+            for (int i = 0; i < 2; ++i)
+                for (int b = 0; b < 4; ++b) {
+                    const uint32_t low = _pext_u32(bit4 >> (16 * i), 0x1111u << b), high = _pext_u32(bit5 >> (16 * i), 0x1111u << b);
+                    bits[i] |= (_pdep_u32(low, 0x55u) | _pdep_u32(high, 0xAAu)) << (8 * b);
+                }
+        }
+        for (int i = 0; i < Geom<T>::kHighBits; ++i) std::memcpy(sub + kNibbleBytes + 64 * i + 4 * l, &bits[i], 4);
     }
-    return p;
+}
+template <DType T> void get_sub_block(const uint8_t *sub, int l, uint8_t *u) {
+    uint8_t nib[16];
+    for (int c = 0; c < 4; ++c) std::memcpy(nib + 4 * c, sub + 64 * c + 4 * l, 4);
+    for (int j = 0; j < 16; ++j) {
+        u[j] = nib[j] & 15;
+        u[j + 16] = nib[j] >> 4;
+    }
+    if constexpr (Geom<T>::kHighBits > 0) {
+        uint32_t bits[2] = {0, 0};
+        for (int i = 0; i < Geom<T>::kHighBits; ++i) std::memcpy(&bits[i], sub + kNibbleBytes + 64 * i + 4 * l, 4);
+        for (int e = 0; e < 32; ++e) {
+            const int k = e / 4, b = e % 4;
+            const uint32_t high = Geom<T>::kHighBits == 1 ? (bits[0] >> (8 * b + k)) & 1 : (bits[k / 4] >> (8 * b + 2 * (k % 4))) & 3;
+            u[e] |= (uint8_t)(high << 4);
+        }
+    }
 }
 
 template <DType T> void repack_matrix(const uint8_t *src, uint8_t *dst, int64_t rows, int64_t K) {
@@ -193,50 +218,34 @@ template <DType T> void repack_matrix(const uint8_t *src, uint8_t *dst, int64_t 
     const int64_t nb = K / kElems;
     const size_t row_bytes = (size_t)nb * sizeof(Block);
     const int64_t groups = (rows + kRows - 1) / kRows;
-    alignas(64) uint8_t gb[kGroupBlock<T>];
     uint8_t u[kElems];
     for (int64_t g = 0; g < groups; ++g) {
         const int n_rows = (int)std::min<int64_t>(kRows, rows - g * kRows);
+        uint8_t *group = dst + (size_t)g * kRows * row_bytes;
+        if (n_rows < kRows) std::memset(group, 0, kRows * row_bytes);  // padding rows stay zero (d = 0)
         for (int64_t b = 0; b < nb; ++b) {
-            std::memset(gb, 0, sizeof gb);  // padding rows of the last group stay zero (d = 0)
+            uint8_t *gb = group + (size_t)b * kGroupBlock<T>;
             for (int l = 0; l < n_rows; ++l) {
                 Block w;
                 std::memcpy(&w, src + (size_t)(g * kRows + l) * row_bytes + (size_t)b * sizeof(Block), sizeof(Block));
                 write_header<T>(gb, l, w);
                 quants_of<T>(w, u);
-                for (int s = 0; s < kSubBlocks<T>; ++s) {
-                    uint8_t *sub = gb + Geom<T>::kHeader + (size_t)s * kSubBytes<T>;
-                    for (int e = 0; e < 32; ++e) {
-                        const QuantPlace p = place<T>(l, e);
-                        const int v = u[32 * s + e];
-                        sub[p.nibble_byte] |= (uint8_t)((v & 15) << p.nibble_shift);
-                        if constexpr (Geom<T>::kHighBits > 0) sub[p.bits_byte] |= (uint8_t)((v >> 4) << p.bits_shift);
-                    }
-                }
+                for (int s = 0; s < kSubBlocks<T>; ++s)
+                    put_sub_block<T>(gb + Geom<T>::kHeader + (size_t)s * kSubBytes<T>, l, u + 32 * s);
             }
-            std::memcpy(dst + (size_t)g * kRows * row_bytes + (size_t)b * kGroupBlock<T>, gb, sizeof gb);
         }
     }
 }
 
 template <DType T> typename Geom<T>::Block unpack_block(const uint8_t *packed, int64_t row, int64_t b, int64_t K) {
     using Block = typename Geom<T>::Block;
-    constexpr int kHighMask = (1 << Geom<T>::kHighBits) - 1;
     const size_t row_bytes = (size_t)(K / Geom<T>::kElems) * sizeof(Block);
     const int l = (int)(row % kRows);
     const uint8_t *gb = packed + (size_t)(row / kRows) * kRows * row_bytes + (size_t)b * kGroupBlock<T>;
     Block w{};
     read_header<T>(gb, l, w);
     uint8_t u[Geom<T>::kElems];
-    for (int s = 0; s < kSubBlocks<T>; ++s) {
-        const uint8_t *sub = gb + Geom<T>::kHeader + (size_t)s * kSubBytes<T>;
-        for (int e = 0; e < 32; ++e) {
-            const QuantPlace p = place<T>(l, e);
-            int v = (sub[p.nibble_byte] >> p.nibble_shift) & 15;
-            if constexpr (Geom<T>::kHighBits > 0) v |= ((sub[p.bits_byte] >> p.bits_shift) & kHighMask) << 4;
-            u[32 * s + e] = (uint8_t)v;
-        }
-    }
+    for (int s = 0; s < kSubBlocks<T>; ++s) get_sub_block<T>(gb + Geom<T>::kHeader + (size_t)s * kSubBytes<T>, l, u + 32 * s);
     set_quants<T>(w, u);
     return w;
 }

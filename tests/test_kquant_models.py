@@ -84,7 +84,7 @@ def test_inspect_names_new_dtypes(kq_case, akunu_mod):
     got = {name: dtype for name, dtype, _dims, _nbytes in model.tensors}
     assert got == want
     kernels = {cmd["kernel"] for cmd in model.dispatch_table}
-    # The dtypes this build repacks at load run their repacked kernels (r16 builds: Q5_0, Q4_K .. Q6_K).
+    # The dtypes this build repacks at load run their repacked kernels (r16 builds: all but Q2_K / Q3_K).
     repacked = {d.lower() for d in akunu_mod._core._repacked_dtypes()}
     for d in ("q4_k", "q5_k", "q6_k", "q3_k", "q2_k", "iq4_xs", "q5_0", "q5_1", "iq4_nl"):
         assert f"gemm_{d}{'_repacked' if d in repacked else ''}" in kernels, (d, sorted(kernels))

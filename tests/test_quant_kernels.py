@@ -7,7 +7,7 @@ Goes through the test hooks in src/python/bind_kernels.cpp:
   _core._dequantize_repacked(dtype_name, raw: bytes, n_rows, k) -> float32[n_rows * k]
 (repacked: the load-time layout the CPU device uses for Q4_0 / Q4_1 / Q8_0, see repack_weights: "r8", or
 "r16" on builds for AVX-512 VNNI, whose activations are quantized differently: quantize_act_q8x2_reference;
-r16 builds also repack Q5_0 and Q4_K / Q5_K / Q6_K: _core._repacked_dtypes().)
+r16 builds also repack Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K and IQ4_XS: _core._repacked_dtypes().)
 
 The group-scaled dtypes (Q5_0, Q5_1, IQ4_NL and the 256-element superblocks Q2_K .. Q6_K, IQ4_XS;
 src/backend/cpu/kquant_kernels.cpp) run the same tests: random blocks, whose every byte (every
@@ -189,7 +189,7 @@ def test_gemm_matches_float64_reference(name, k, m, weights):
 
 
 # Dtypes the CPU device repacks at load: Q4_0 / Q4_1 / Q8_0 everywhere (r8 or r16 layout), and on
-# r16 builds also Q5_0 and Q4_K / Q5_K / Q6_K (src/backend/cpu/r16_kquant_layout.cpp).
+# r16 builds also Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K and IQ4_XS (src/backend/cpu/r16_kquant_layout.cpp).
 REPACKED = list(_core._repacked_dtypes())
 REPACKED_ACT_REFERENCE = {"r8": quantize_act_reference, "r16": quantize_act_q8x2_reference}
 
@@ -197,7 +197,7 @@ REPACKED_ACT_REFERENCE = {"r8": quantize_act_reference, "r16": quantize_act_q8x2
 def test_repacked_dtypes_of_this_build():
     expected = {"Q4_0", "Q4_1", "Q8_0"}
     if _core._repacked_layout() == "r16":
-        expected |= {"Q5_0", "Q4_K", "Q5_K", "Q6_K"}
+        expected |= {"Q5_0", "Q5_1", "IQ4_NL", "Q4_K", "Q5_K", "Q6_K", "IQ4_XS"}
     assert set(REPACKED) == expected
 
 

@@ -202,8 +202,8 @@ void bind_kernels(nb::module_ &m) {
             }
             return names;
         },
-        "Names of the weight dtypes this build repacks at load (r8: Q4_0 / Q4_1 / Q8_0; r16 also Q5_0 and "
-        "Q4_K / Q5_K / Q6_K).");
+        "Names of the weight dtypes this build repacks at load (r8: Q4_0 / Q4_1 / Q8_0; r16 also Q5_0, Q5_1, "
+        "IQ4_NL, Q4_K, Q5_K, Q6_K and IQ4_XS).");
     m.def(
         "_dequantize_repacked",
         [](const std::string &dtype_name, nb::bytes raw, int64_t n_rows, int64_t k) {

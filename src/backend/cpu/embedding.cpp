@@ -54,6 +54,9 @@ template void embedding_repacked_kernel<DType::Q5_0>(const KernelArgs &, int64_t
 template void embedding_repacked_kernel<DType::Q4_K>(const KernelArgs &, int64_t, int64_t);
 template void embedding_repacked_kernel<DType::Q5_K>(const KernelArgs &, int64_t, int64_t);
 template void embedding_repacked_kernel<DType::Q6_K>(const KernelArgs &, int64_t, int64_t);
+template void embedding_repacked_kernel<DType::Q5_1>(const KernelArgs &, int64_t, int64_t);
+template void embedding_repacked_kernel<DType::IQ4_NL>(const KernelArgs &, int64_t, int64_t);
+template void embedding_repacked_kernel<DType::IQ4_XS>(const KernelArgs &, int64_t, int64_t);
 #endif
 
 }  // namespace akunu::cpu

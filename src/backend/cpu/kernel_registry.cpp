@@ -60,6 +60,12 @@ const KernelEntry kKernels[] = {
     {"embedding_q4_k_repacked", embedding_repacked_kernel<DType::Q4_K>},
     {"embedding_q5_k_repacked", embedding_repacked_kernel<DType::Q5_K>},
     {"embedding_q6_k_repacked", embedding_repacked_kernel<DType::Q6_K>},
+    {"gemm_q5_1_repacked", gemm_repacked_kernel<DType::Q5_1>},
+    {"gemm_iq4_nl_repacked", gemm_repacked_kernel<DType::IQ4_NL>},
+    {"gemm_iq4_xs_repacked", gemm_repacked_kernel<DType::IQ4_XS>},
+    {"embedding_q5_1_repacked", embedding_repacked_kernel<DType::Q5_1>},
+    {"embedding_iq4_nl_repacked", embedding_repacked_kernel<DType::IQ4_NL>},
+    {"embedding_iq4_xs_repacked", embedding_repacked_kernel<DType::IQ4_XS>},
 #endif
     {"rmsnorm_f32", rmsnorm_kernel},
     {"rmsnorm_add_f32", rmsnorm_add_kernel},

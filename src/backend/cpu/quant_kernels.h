@@ -66,7 +66,7 @@ void gemm_rows(const GemmArgs &args, int64_t n_begin, int64_t n_end);
 // gemm_rows for args.repacked (r8_layout.cpp or r16_layout.cpp).
 void gemm_rows_repacked(const GemmArgs &args, int64_t n_begin, int64_t n_end);
 
-// ---- Load-time repacking of Q4_0, Q4_1 and Q8_0 ----
+// ---- Load-time repacking of Q4_0, Q4_1 and Q8_0 (r16 builds: also Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K, IQ4_XS) ----
 // One layout per build: "r16" where the compiler targets AVX-512 VNNI (r16_layout.cpp), "r8"
 // everywhere else (r8_layout.cpp).
 //
@@ -93,6 +93,8 @@ void gemm_rows_repacked(const GemmArgs &args, int64_t n_begin, int64_t n_end);
 // is row l's GGUF byte 4c + j unchanged (low nibble: element 4c + j, high: 16 + 4c + j; unsigned,
 // Q4_0's value being nibble - 8). Q8_0: 8 chunks, chunk c byte 4l + j is row l's element 4c + j
 // as an unsigned byte, int8 + 128.
+// r16 builds also repack Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K and IQ4_XS the same way, their bits above the nibble in
+// chunks of bit planes and their factors in planes of 16 (r16_kquant_layout.cpp; as many bytes as GGUF).
 bool has_repacked_layout(DType t);
 // Rows per group (8 or 16): repacking a slice of whole groups, rows [Gi, Gj), of a matrix writes
 // exactly bytes [Gi, Gj) * row_bytes of the repacked matrix, so slices can be repacked in parallel.

@@ -1,5 +1,6 @@
-// r16 for Q5_0, Q4_K, Q5_K and Q6_K (AVX-512 VNNI builds): weights repacked at load into groups of
-// 16 interleaved rows, their GEMM against BlockQ8x2Act activations, and the way back to GGUF blocks.
+// r16 for the other 4- to 6-bit formats (AVX-512 VNNI builds): Q5_0, Q5_1, IQ4_NL and the
+// superblock formats Q4_K, Q5_K, Q6_K, IQ4_XS, repacked at load into groups of 16 interleaved rows,
+// their GEMM against BlockQ8x2Act activations, and the way back to GGUF blocks.
 //
 // Why: on GGUF rows these formats are decoded block by block into int8 and dotted with int16 madds
 // (kquant_kernels.cpp); a Llama-3.2-1B Q4_K_M token then costs the core more than the memory. Here,
@@ -9,9 +10,11 @@
 // A group-block (the same block of 16 rows) is exactly 16 x the GGUF block's bytes:
 //   header | sub-block 0 | sub-block 1 | ...           (one sub-block per 32 elements)
 // header: the per-row factors as planes of 16 (plane p holds field p of rows 0..15):
-//   Q5_0        fp16 d[16]                                          32 bytes
-//   Q4_K, Q5_K  fp16 d[16] | fp16 dmin[16] | scales[12][16]         256 bytes (GGUF's 12 packed bytes)
-//   Q6_K        fp16 d[16] | int8 scales[16][16]                    288 bytes
+//   Q5_0, IQ4_NL  fp16 d[16]                                        32 bytes
+//   Q5_1          fp16 d[16] | fp16 m[16]                           64 bytes
+//   IQ4_XS        fp16 d[16] | u16 scales_h[16] | scales_l[4][16]   128 bytes
+//   Q4_K, Q5_K    fp16 d[16] | fp16 dmin[16] | scales[12][16]       256 bytes (GGUF's 12 packed bytes)
+//   Q6_K          fp16 d[16] | int8 scales[16][16]                  288 bytes
 // sub-block: the quants as unsigned numbers u (the value is a function of u and the factors):
 //   4 nibble chunks of 64 bytes: chunk c, byte 4 l + b = row l's low 4 bits of element 4 c + b (low
 //     nibble) and of element 16 + 4 c + b (high nibble), Q4_0's order;
@@ -19,11 +22,13 @@
 //     Q5 (1 bit):  byte 4 l + b, bit k          = bit 4 of row l's element 4 k + b;
 //     Q6 (2 bits): chunk k / 4, byte 4 l + b, bits 2 (k % 4) .. + 1 = bits 4, 5 of that element.
 // A vector's bytes come out of a nibble chunk with a mask (or a shift and a mask) and, for Q5 / Q6,
-// one shift of a bit chunk and one ternary-logic op that ORs its bits in at 4 (and 5).
+// one shift of a bit chunk and one ternary-logic op that ORs its bits in at 4 (and 5); IQ4's
+// nibbles go through one vpshufb of its 16 values (+ 128).
 //
-// Values: Q5_0 d (u - 16); Q4_K / Q5_K (d sc_j) u - dmin m_j per 32 elements; Q6_K d sc_g (u - 32)
-// per 16. The integer dots sum u x q exactly in int32 (u <= 63, |q| <= 16383); the offsets come
-// back as offset x (sum of q): per 32 elements from BlockQ8x2Act::qsum, per 16 with qsum_lo.
+// Values: Q5_0 d (u - 16); Q5_1 d u + m; IQ4_NL d (u - 128); IQ4_XS d (ls_j - 32) (u - 128);
+// Q4_K / Q5_K (d sc_j) u - dmin m_j per 32 elements; Q6_K d sc_g (u - 32) per 16. The integer dots
+// sum u x q exactly in int32 (u <= 241, |q| <= 16383); the offsets come back as offset x (sum of
+// q): per 32 elements from BlockQ8x2Act::qsum, per 16 with qsum_lo.
 #if defined(__GNUC__) && !defined(__clang__)
 // GCC 12's AVX-512 intrinsics start from an undefined vector and warn wherever they are inlined.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -53,6 +58,21 @@ template <> struct Geom<DType::Q5_0> {
     static constexpr int kElems = 32, kHighBits = 1;
     static constexpr size_t kHeader = 32;
 };
+template <> struct Geom<DType::Q5_1> {
+    using Block = BlockQ5_1;
+    static constexpr int kElems = 32, kHighBits = 1;
+    static constexpr size_t kHeader = 64;
+};
+template <> struct Geom<DType::IQ4_NL> {
+    using Block = BlockIQ4_NL;
+    static constexpr int kElems = 32, kHighBits = 0;
+    static constexpr size_t kHeader = 32;
+};
+template <> struct Geom<DType::IQ4_XS> {
+    using Block = BlockIQ4_XS;
+    static constexpr int kElems = QK_K, kHighBits = 0;
+    static constexpr size_t kHeader = 128;
+};
 template <> struct Geom<DType::Q4_K> {
     using Block = BlockQ4_K;
     static constexpr int kElems = QK_K, kHighBits = 0;
@@ -76,13 +96,19 @@ static_assert(kGroupBlock<DType::Q5_0> == kRows * sizeof(BlockQ5_0), "r16 Q5_0 k
 static_assert(kGroupBlock<DType::Q4_K> == kRows * sizeof(BlockQ4_K), "r16 Q4_K keeps the GGUF size");
 static_assert(kGroupBlock<DType::Q5_K> == kRows * sizeof(BlockQ5_K), "r16 Q5_K keeps the GGUF size");
 static_assert(kGroupBlock<DType::Q6_K> == kRows * sizeof(BlockQ6_K), "r16 Q6_K keeps the GGUF size");
+static_assert(kGroupBlock<DType::Q5_1> == kRows * sizeof(BlockQ5_1), "r16 Q5_1 keeps the GGUF size");
+static_assert(kGroupBlock<DType::IQ4_NL> == kRows * sizeof(BlockIQ4_NL), "r16 IQ4_NL keeps the GGUF size");
+static_assert(kGroupBlock<DType::IQ4_XS> == kRows * sizeof(BlockIQ4_XS), "r16 IQ4_XS keeps the GGUF size");
+// IQ4's nibbles index a table of values: the layout stores the nibbles, the GEMM looks them up.
+template <DType T> constexpr bool kLookup = T == DType::IQ4_NL || T == DType::IQ4_XS;
 
 // ---- a GGUF block's quants as unsigned numbers in element order, and back ----
 
 template <DType T> void quants_of(const typename Geom<T>::Block &w, uint8_t *u);
 template <DType T> void set_quants(typename Geom<T>::Block &w, const uint8_t *u);
 
-template <> void quants_of<DType::Q5_0>(const BlockQ5_0 &w, uint8_t *u) {
+// Q5_0 / Q5_1: nibbles in Q4_0 order plus bit e of the u32 qh. IQ4_NL: the nibbles alone.
+template <class Block> void q5_quants_of(const Block &w, uint8_t *u) {
     uint32_t qh;
     std::memcpy(&qh, w.qh, 4);
     for (int j = 0; j < 16; ++j) {
@@ -90,7 +116,7 @@ template <> void quants_of<DType::Q5_0>(const BlockQ5_0 &w, uint8_t *u) {
         u[j + 16] = (uint8_t)((w.qs[j] >> 4) | ((qh >> (j + 16)) & 1) << 4);
     }
 }
-template <> void set_quants<DType::Q5_0>(BlockQ5_0 &w, const uint8_t *u) {
+template <class Block> void set_q5_quants(Block &w, const uint8_t *u) {
     uint32_t qh = 0;
     for (int j = 0; j < 16; ++j) {
         w.qs[j] = (uint8_t)((u[j] & 15) | (u[j + 16] & 15) << 4);
@@ -98,6 +124,27 @@ template <> void set_quants<DType::Q5_0>(BlockQ5_0 &w, const uint8_t *u) {
     }
     std::memcpy(w.qh, &qh, 4);
 }
+template <> void quants_of<DType::Q5_0>(const BlockQ5_0 &w, uint8_t *u) { q5_quants_of(w, u); }
+template <> void set_quants<DType::Q5_0>(BlockQ5_0 &w, const uint8_t *u) { set_q5_quants(w, u); }
+template <> void quants_of<DType::Q5_1>(const BlockQ5_1 &w, uint8_t *u) { q5_quants_of(w, u); }
+template <> void set_quants<DType::Q5_1>(BlockQ5_1 &w, const uint8_t *u) { set_q5_quants(w, u); }
+
+// Q4_0-order nibbles of `n` 32-element groups (IQ4_NL: one; IQ4_XS: group j at qs + 16 j).
+inline void nibbles_of(const uint8_t *qs, int groups, uint8_t *u) {
+    for (int g = 0; g < groups; ++g)
+        for (int j = 0; j < 16; ++j) {
+            u[32 * g + j] = qs[16 * g + j] & 15;
+            u[32 * g + j + 16] = qs[16 * g + j] >> 4;
+        }
+}
+inline void set_nibbles(uint8_t *qs, int groups, const uint8_t *u) {
+    for (int g = 0; g < groups; ++g)
+        for (int j = 0; j < 16; ++j) qs[16 * g + j] = (uint8_t)((u[32 * g + j] & 15) | (u[32 * g + j + 16] & 15) << 4);
+}
+template <> void quants_of<DType::IQ4_NL>(const BlockIQ4_NL &w, uint8_t *u) { nibbles_of(w.qs, 1, u); }
+template <> void set_quants<DType::IQ4_NL>(BlockIQ4_NL &w, const uint8_t *u) { set_nibbles(w.qs, 1, u); }
+template <> void quants_of<DType::IQ4_XS>(const BlockIQ4_XS &w, uint8_t *u) { nibbles_of(w.qs, 8, u); }
+template <> void set_quants<DType::IQ4_XS>(BlockIQ4_XS &w, const uint8_t *u) { set_nibbles(w.qs, 8, u); }
 
 // Q4_K / Q5_K: element 64 c + 32 h + l is nibble h of qs[32 c + l]; Q5_K's 5th bit is bit (e / 32) of qh[e % 32].
 template <class Block> void q4k_nibbles_of(const Block &w, uint8_t *u) {
@@ -151,7 +198,12 @@ template <> void set_quants<DType::Q6_K>(BlockQ6_K &w, const uint8_t *u) {
 
 template <DType T> void write_header(uint8_t *gb, int l, const typename Geom<T>::Block &w) {
     std::memcpy(gb + 2 * l, &w.d, 2);
-    if constexpr (T == DType::Q4_K || T == DType::Q5_K) {
+    if constexpr (T == DType::Q5_1) {
+        std::memcpy(gb + 32 + 2 * l, &w.m, 2);
+    } else if constexpr (T == DType::IQ4_XS) {
+        std::memcpy(gb + 32 + 2 * l, &w.scales_h, 2);
+        for (int p = 0; p < 4; ++p) gb[64 + 16 * p + l] = w.scales_l[p];
+    } else if constexpr (T == DType::Q4_K || T == DType::Q5_K) {
         std::memcpy(gb + 32 + 2 * l, &w.dmin, 2);
         for (int p = 0; p < 12; ++p) gb[64 + 16 * p + l] = w.scales[p];
     } else if constexpr (T == DType::Q6_K) {
@@ -160,7 +212,12 @@ template <DType T> void write_header(uint8_t *gb, int l, const typename Geom<T>:
 }
 template <DType T> void read_header(const uint8_t *gb, int l, typename Geom<T>::Block &w) {
     std::memcpy(&w.d, gb + 2 * l, 2);
-    if constexpr (T == DType::Q4_K || T == DType::Q5_K) {
+    if constexpr (T == DType::Q5_1) {
+        std::memcpy(&w.m, gb + 32 + 2 * l, 2);
+    } else if constexpr (T == DType::IQ4_XS) {
+        std::memcpy(&w.scales_h, gb + 32 + 2 * l, 2);
+        for (int p = 0; p < 4; ++p) w.scales_l[p] = gb[64 + 16 * p + l];
+    } else if constexpr (T == DType::Q4_K || T == DType::Q5_K) {
         std::memcpy(&w.dmin, gb + 32 + 2 * l, 2);
         for (int p = 0; p < 12; ++p) w.scales[p] = gb[64 + 16 * p + l];
     } else if constexpr (T == DType::Q6_K) {
@@ -270,6 +327,14 @@ inline __m512i bcast4(const int8_t *p) {
     return _mm512_set1_epi32(v);
 }
 inline __m512i bytes(int v) { return _mm512_set1_epi8((char)v); }
+// kIQ4Values + 128: IQ4's values as the unsigned bytes vpdpbusd takes.
+struct IQ4UnsignedTable {
+    alignas(16) uint8_t v[16];
+    constexpr IQ4UnsignedTable() : v{} {
+        for (int i = 0; i < 16; ++i) v[i] = (uint8_t)(kIQ4Values[i] + 128);
+    }
+};
+constexpr IQ4UnsignedTable kIQ4Unsigned{};
 // nib | (x & mask), one instruction.
 inline __m512i or_masked(__m512i nib, __m512i x, __m512i mask) { return _mm512_ternarylogic_epi32(nib, x, mask, 0xF8); }
 
@@ -298,6 +363,57 @@ template <> struct Factors<DType::Q5_0> {
         __m512i isum = _mm512_add_epi32(_mm512_slli_epi32(_mm512_add_epi32(hi[0], hi[1]), 7), _mm512_add_epi32(lo[0], lo[1]));
         isum = _mm512_sub_epi32(isum, _mm512_set1_epi32(16 * a.qsum));
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, _mm512_set1_ps(a.d)), acc);
+    }
+};
+
+template <> struct Factors<DType::Q5_1> {
+    __m512 d, m;
+    explicit Factors(const uint8_t *gb)
+        : d(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(gb)))),
+          m(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(gb + 32)))) {}
+    // One activation row's block: acc += a.d * d * isum + m * a.sum.
+    AKUNU_ALWAYS_INLINE void accumulate(const __m512i (&hi)[2], const __m512i (&lo)[2], const BlockQ8x2Act &a, __m512 &acc) const {
+        const __m512i isum = _mm512_add_epi32(_mm512_slli_epi32(_mm512_add_epi32(hi[0], hi[1]), 7), _mm512_add_epi32(lo[0], lo[1]));
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, _mm512_set1_ps(a.d)), acc);
+        acc = _mm512_fmadd_ps(m, _mm512_set1_ps(a.sum), acc);
+    }
+};
+
+// IQ4: the looked-up bytes are kIQ4Values + 128, so isum - 128 qsum is the dot with the values.
+inline __m512i iq4_isum(const __m512i (&hi)[2], const __m512i (&lo)[2], const BlockQ8x2Act &a) {
+    const __m512i isum = _mm512_add_epi32(_mm512_slli_epi32(_mm512_add_epi32(hi[0], hi[1]), 7), _mm512_add_epi32(lo[0], lo[1]));
+    return _mm512_sub_epi32(isum, _mm512_set1_epi32(128 * a.qsum));
+}
+
+template <> struct Factors<DType::IQ4_NL> {
+    __m512 d;
+    explicit Factors(const uint8_t *gb) : d(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(gb)))) {}
+    AKUNU_ALWAYS_INLINE void accumulate(const __m512i (&hi)[2], const __m512i (&lo)[2], const BlockQ8x2Act &a, __m512 &acc) const {
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(iq4_isum(hi, lo, a)), _mm512_mul_ps(d, _mm512_set1_ps(a.d)), acc);
+    }
+};
+
+// IQ4_XS: per 32 elements the scale d (ls - 32), ls 6 bits: low 4 in nibble j % 2 of scales_l[j / 2],
+// high 2 in bits 2 j of scales_h.
+template <> struct Factors<DType::IQ4_XS> {
+    __m512 d;
+    __m512i scales_h;   // per row, as int32
+    const uint8_t *scales_l;  // plane p: scales_l[p] of rows 0..15
+    explicit Factors(const uint8_t *gb)
+        : d(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(gb)))),
+          scales_h(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(gb + 32)))),
+          scales_l(gb + 64) {}
+    template <int S> __m512 group_scale() const {
+        const __m512i low = _mm512_and_si512(
+            _mm512_srli_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(scales_l + 16 * (S / 2)))), 4 * (S % 2)),
+            _mm512_set1_epi32(15));
+        const __m512i high = _mm512_and_si512(_mm512_srli_epi32(scales_h, 2 * S), _mm512_set1_epi32(3));
+        const __m512i ls = _mm512_or_si512(low, _mm512_slli_epi32(high, 4));
+        return _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_sub_epi32(ls, _mm512_set1_epi32(32))));
+    }
+    AKUNU_ALWAYS_INLINE void accumulate(const __m512i (&hi)[2], const __m512i (&lo)[2], const BlockQ8x2Act &a, __m512 &acc,
+                                        __m512 scale) const {
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(iq4_isum(hi, lo, a)), _mm512_mul_ps(scale, _mm512_set1_ps(a.d)), acc);
     }
 };
 
@@ -370,7 +486,11 @@ AKUNU_ALWAYS_INLINE void chunk_dots(const uint8_t *sub, __m512i bits0, __m512i b
     const __m512i w = _mm512_loadu_si512(sub + 64 * C);
     __m512i v_lo = _mm512_and_si512(w, bytes(15));
     __m512i v_hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), bytes(15));
-    if constexpr (Geom<T>::kHighBits == 1) {
+    if constexpr (kLookup<T>) {
+        const __m512i table = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i *>(kIQ4Unsigned.v)));
+        v_lo = _mm512_shuffle_epi8(table, v_lo);
+        v_hi = _mm512_shuffle_epi8(table, v_hi);
+    } else if constexpr (Geom<T>::kHighBits == 1) {
         v_lo = or_masked(v_lo, bit_to_4<C>(bits0), bytes(0x10));
         v_hi = or_masked(v_hi, bit_to_4<4 + C>(bits0), bytes(0x10));
     } else if constexpr (Geom<T>::kHighBits == 2) {
@@ -407,9 +527,13 @@ AKUNU_ALWAYS_INLINE void sub_blocks(const Factors<T> &f, const uint8_t *gb, cons
     chunk_dots<T, RM, 1>(sub, bits0, bits1, a, hi, lo);
     chunk_dots<T, RM, 2>(sub, bits0, bits1, a, hi, lo);
     chunk_dots<T, RM, 3>(sub, bits0, bits1, a, hi, lo);
-    if constexpr (T == DType::Q5_0) {
+    if constexpr (T == DType::Q5_0 || T == DType::Q5_1 || T == DType::IQ4_NL) {
         AKUNU_UNROLL
         for (int m = 0; m < RM; ++m) f.accumulate(hi[m], lo[m], *a[m], acc[m]);
+    } else if constexpr (T == DType::IQ4_XS) {
+        const __m512 scale = f.template group_scale<S>();
+        AKUNU_UNROLL
+        for (int m = 0; m < RM; ++m) f.accumulate(hi[m], lo[m], *a[m], acc[m], scale);
     } else if constexpr (T == DType::Q6_K) {
         const __m512 scale0 = f.group_scale(2 * S), scale1 = f.group_scale(2 * S + 1);
         AKUNU_UNROLL
@@ -473,7 +597,13 @@ template <DType T> void gemm_matrix_rows(const GemmArgs &a, int64_t n_begin, int
 
 }  // namespace
 
-bool handles(DType t) { return t == DType::Q5_0 || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K; }
+bool handles(DType t) {
+    switch (t) {
+        case DType::Q5_0: case DType::Q5_1: case DType::IQ4_NL: case DType::Q4_K: case DType::Q5_K: case DType::Q6_K:
+        case DType::IQ4_XS: return true;
+        default: return false;
+    }
+}
 
 size_t repacked_bytes(DType t, int64_t rows, int64_t K) {
     const DTypeInfo *info = dtype_info((uint32_t)t);
@@ -484,6 +614,9 @@ size_t repacked_bytes(DType t, int64_t rows, int64_t K) {
 void repack(DType t, const uint8_t *src, uint8_t *dst, int64_t rows, int64_t K) {
     switch (t) {
         case DType::Q5_0: return repack_matrix<DType::Q5_0>(src, dst, rows, K);
+        case DType::Q5_1: return repack_matrix<DType::Q5_1>(src, dst, rows, K);
+        case DType::IQ4_NL: return repack_matrix<DType::IQ4_NL>(src, dst, rows, K);
+        case DType::IQ4_XS: return repack_matrix<DType::IQ4_XS>(src, dst, rows, K);
         case DType::Q4_K: return repack_matrix<DType::Q4_K>(src, dst, rows, K);
         case DType::Q5_K: return repack_matrix<DType::Q5_K>(src, dst, rows, K);
         case DType::Q6_K: return repack_matrix<DType::Q6_K>(src, dst, rows, K);
@@ -494,6 +627,9 @@ void repack(DType t, const uint8_t *src, uint8_t *dst, int64_t rows, int64_t K) 
 void dequantize_row(DType t, const uint8_t *packed, int64_t row, float *dst, int64_t K) {
     switch (t) {
         case DType::Q5_0: return dequantize_matrix_row<DType::Q5_0>(packed, row, dst, K);
+        case DType::Q5_1: return dequantize_matrix_row<DType::Q5_1>(packed, row, dst, K);
+        case DType::IQ4_NL: return dequantize_matrix_row<DType::IQ4_NL>(packed, row, dst, K);
+        case DType::IQ4_XS: return dequantize_matrix_row<DType::IQ4_XS>(packed, row, dst, K);
         case DType::Q4_K: return dequantize_matrix_row<DType::Q4_K>(packed, row, dst, K);
         case DType::Q5_K: return dequantize_matrix_row<DType::Q5_K>(packed, row, dst, K);
         case DType::Q6_K: return dequantize_matrix_row<DType::Q6_K>(packed, row, dst, K);
@@ -504,6 +640,9 @@ void dequantize_row(DType t, const uint8_t *packed, int64_t row, float *dst, int
 void gemm_rows(const GemmArgs &args, int64_t n_begin, int64_t n_end) {
     switch (args.type) {
         case DType::Q5_0: return gemm_matrix_rows<DType::Q5_0>(args, n_begin, n_end);
+        case DType::Q5_1: return gemm_matrix_rows<DType::Q5_1>(args, n_begin, n_end);
+        case DType::IQ4_NL: return gemm_matrix_rows<DType::IQ4_NL>(args, n_begin, n_end);
+        case DType::IQ4_XS: return gemm_matrix_rows<DType::IQ4_XS>(args, n_begin, n_end);
         case DType::Q4_K: return gemm_matrix_rows<DType::Q4_K>(args, n_begin, n_end);
         case DType::Q5_K: return gemm_matrix_rows<DType::Q5_K>(args, n_begin, n_end);
         case DType::Q6_K: return gemm_matrix_rows<DType::Q6_K>(args, n_begin, n_end);

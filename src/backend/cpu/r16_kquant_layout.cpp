@@ -355,15 +355,21 @@ template <int K> inline __m512i bits_to_45(__m512i v) {
     else return _mm512_srli_epi16(v, 2);
 }
 
-// The factors of one group-block, as 16-lane float vectors (lane = row), ready per sub-block.
+// A sub-block's integer dot per row, 128 x (high digits' dots) + (low digits' dots), both halves.
+inline __m512i digit_sum(const __m512i (&hi)[2], const __m512i (&lo)[2]) {
+    return _mm512_add_epi32(_mm512_slli_epi32(_mm512_add_epi32(hi[0], hi[1]), 7), _mm512_add_epi32(lo[0], lo[1]));
+}
+
+// The factors of one group-block, as 16-lane float vectors (lane = row), ready per sub-block. The
+// quants' offsets are already in the dots (sub_blocks starts the low digits' sums at -offset x sum(q)).
 template <DType T> struct Factors;
 
 template <> struct Factors<DType::Q5_0> {
     __m512 d;
     explicit Factors(const uint8_t *gb) : d(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(gb)))) {}
-    // One activation row's sub-block: acc += a.d * d * (isum - 16 qsum) (lo[0] started at -16 qsum).
+    // One activation row's sub-block: acc += a.d * d * (isum - 16 qsum).
     AKUNU_ALWAYS_INLINE void accumulate(const __m512i (&hi)[2], const __m512i (&lo)[2], const BlockQ8x2Act &a, __m512 &acc) const {
-        const __m512i isum = _mm512_add_epi32(_mm512_slli_epi32(_mm512_add_epi32(hi[0], hi[1]), 7), _mm512_add_epi32(lo[0], lo[1]));
+        const __m512i isum = digit_sum(hi, lo);
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, _mm512_set1_ps(a.d)), acc);
     }
 };
@@ -375,23 +381,18 @@ template <> struct Factors<DType::Q5_1> {
           m(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(gb + 32)))) {}
     // One activation row's block: acc += a.d * d * isum + m * a.sum.
     AKUNU_ALWAYS_INLINE void accumulate(const __m512i (&hi)[2], const __m512i (&lo)[2], const BlockQ8x2Act &a, __m512 &acc) const {
-        const __m512i isum = _mm512_add_epi32(_mm512_slli_epi32(_mm512_add_epi32(hi[0], hi[1]), 7), _mm512_add_epi32(lo[0], lo[1]));
+        const __m512i isum = digit_sum(hi, lo);
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, _mm512_set1_ps(a.d)), acc);
         acc = _mm512_fmadd_ps(m, _mm512_set1_ps(a.sum), acc);
     }
 };
 
-// IQ4: the looked-up bytes are kIQ4Values + 128, so isum - 128 qsum is the dot with the values
-// (lo[0] started at -128 qsum).
-inline __m512i iq4_isum(const __m512i (&hi)[2], const __m512i (&lo)[2], const BlockQ8x2Act &) {
-    return _mm512_add_epi32(_mm512_slli_epi32(_mm512_add_epi32(hi[0], hi[1]), 7), _mm512_add_epi32(lo[0], lo[1]));
-}
-
+// IQ4: the looked-up bytes are kIQ4Values + 128 (offset 128).
 template <> struct Factors<DType::IQ4_NL> {
     __m512 d;
     explicit Factors(const uint8_t *gb) : d(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(gb)))) {}
     AKUNU_ALWAYS_INLINE void accumulate(const __m512i (&hi)[2], const __m512i (&lo)[2], const BlockQ8x2Act &a, __m512 &acc) const {
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(iq4_isum(hi, lo, a)), _mm512_mul_ps(d, _mm512_set1_ps(a.d)), acc);
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(digit_sum(hi, lo)), _mm512_mul_ps(d, _mm512_set1_ps(a.d)), acc);
     }
 };
 
@@ -415,7 +416,7 @@ template <> struct Factors<DType::IQ4_XS> {
     }
     AKUNU_ALWAYS_INLINE void accumulate(const __m512i (&hi)[2], const __m512i (&lo)[2], const BlockQ8x2Act &a, __m512 &acc,
                                         __m512 scale) const {
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(iq4_isum(hi, lo, a)), _mm512_mul_ps(scale, _mm512_set1_ps(a.d)), acc);
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(digit_sum(hi, lo)), _mm512_mul_ps(scale, _mm512_set1_ps(a.d)), acc);
     }
 };
 
@@ -443,7 +444,7 @@ struct ScaleMinK {
     // One activation row's sub-block S: acc += a.d * (d sc_S) * isum - (dmin m_S) * a.sum.
     AKUNU_ALWAYS_INLINE void accumulate(const __m512i (&hi)[2], const __m512i (&lo)[2], const BlockQ8x2Act &a,
                                         __m512 &acc, __m512 scale, __m512 min) const {
-        const __m512i isum = _mm512_add_epi32(_mm512_slli_epi32(_mm512_add_epi32(hi[0], hi[1]), 7), _mm512_add_epi32(lo[0], lo[1]));
+        const __m512i isum = digit_sum(hi, lo);
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(scale, _mm512_set1_ps(a.d)), acc);
         acc = _mm512_fnmadd_ps(min, _mm512_set1_ps(a.sum), acc);
     }
@@ -465,8 +466,7 @@ template <> struct Factors<DType::Q6_K> {
     __m512 group_scale(int g) const {
         return _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(scales + 16 * g)))));
     }
-    // One activation row's sub-block: per 16-element half h, acc += a.d * (d sc_h) * (isum_h - 32 qsum_h)
-    // (lo[h] started at -32 qsum_h).
+    // One activation row's sub-block: per 16-element half h, acc += a.d * (d sc_h) * (isum_h - 32 qsum_h).
     AKUNU_ALWAYS_INLINE void accumulate(const __m512i (&hi)[2], const __m512i (&lo)[2], const BlockQ8x2Act &a,
                                         __m512 &acc, __m512 scale0, __m512 scale1) const {
         const __m512i i0 = _mm512_add_epi32(_mm512_slli_epi32(hi[0], 7), lo[0]);
@@ -520,8 +520,8 @@ AKUNU_ALWAYS_INLINE void sub_blocks(const Factors<T> &f, const uint8_t *gb, cons
     AKUNU_UNROLL
     for (int m = 0; m < RM; ++m) {
         a[m] = xb[m] + S;
-        // The format's offset (value = factor x (u - offset)) enters as the low digits' start:
-        // - offset x (sum of q), per 16 elements where the scales are per 16.
+        // The quants' offset (value = factor x (u - offset)) starts the low digits' sums at
+        // -offset x (sum of q): per 16 elements where the scales are per 16 (Q6_K).
         hi[m][0] = hi[m][1] = _mm512_setzero_si512();
         constexpr int32_t kOffset = kQuantOffset<T>;
         if constexpr (T == DType::Q6_K) {

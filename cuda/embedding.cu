@@ -76,6 +76,8 @@ void launch_embedding_bf16(const LaunchArgs &a) { launch_embedding<FmtBF16, fals
 void launch_embedding_q8_0_g8(const LaunchArgs &a) { launch_embedding<G8FmtQ8_0, true>(a, "embedding_q8_0_g8"); }
 void launch_embedding_q4_0_g8(const LaunchArgs &a) { launch_embedding<G8FmtQ4_0, true>(a, "embedding_q4_0_g8"); }
 void launch_embedding_q4_1_g8(const LaunchArgs &a) { launch_embedding<G8FmtQ4_1, true>(a, "embedding_q4_1_g8"); }
+void launch_embedding_q4_k_g8(const LaunchArgs &a) { launch_embedding<G8FmtQ4_K, true>(a, "embedding_q4_k_g8"); }
+void launch_embedding_q6_k_g8(const LaunchArgs &a) { launch_embedding<G8FmtQ6_K, true>(a, "embedding_q6_k_g8"); }
 #define AKUNU_DEFINE(lower, upper) \
     void launch_embedding_##lower(const LaunchArgs &a) { launch_embedding<Fmt##upper, false>(a, "embedding_" #lower); }
 AKUNU_CUDA_KQUANT_FORMATS(AKUNU_DEFINE)

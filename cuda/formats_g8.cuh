@@ -91,16 +91,22 @@ __device__ __forceinline__ void bytes_to_half(uint32_t bytes, __half2 sub, __hal
 //   the GEMM's and the embedding's 16-element halves: raw(group, K, kb, r, h) -> G8Raw (the 16
 //     quant bytes holding elements 16h..16h+15 + the scales), to_half(raw, h, out) (8 half2
 //     words), to_float(raw, h, out) (16 exact floats).
-struct G8Raw {
+// kScaleWords: 32-bit words of factors per block (1: f16 d, or d and m; 2: the K formats' two f32).
+template <int kScaleWords = 1>
+struct G8RawT {
     uint4 q;
-    uint32_t scales;  // f16 d (low half); Q4_1: and f16 m (high half)
+    std::conditional_t<(kScaleWords > 1), uint2, uint32_t> scales;  // f16 d (low half); Q4_1: and f16 m (high half)
 };
+using G8Raw = G8RawT<1>;
 
-template <int kUnits>
+template <int kUnits, int kScaleWords = 1>
 struct G8Block {
     uint4 q[kUnits];  // kQuantBytes / 16
-    uint32_t scales;
+    std::conditional_t<(kScaleWords > 1), uint2, uint32_t> scales;
 };
+// A format's block type: its quant units and factor words.
+template <class F>
+using G8BlockOf = G8Block<F::Layout::kQuantBytes / 16, (F::Layout::kScaleBytes + 3) / 4>;
 
 // Streamed weights are read once per token: loaded with an L2 evict-first policy, so the weights
 // passing through L2 (4.2 GB per 8B-shape token) do not push out what is read again soon, on a
@@ -124,6 +130,11 @@ __device__ __forceinline__ uint32_t ldg_stream(const uint32_t *p, uint64_t polic
     asm("ld.global.nc.L2::cache_hint.u32 %0, [%1], %2;" : "=r"(v) : "l"(p), "l"(policy));
     return v;
 }
+__device__ __forceinline__ uint2 ldg_stream(const uint2 *p, uint64_t policy) {
+    uint2 v;
+    asm("ld.global.nc.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;" : "=r"(v.x), "=r"(v.y) : "l"(p), "l"(policy));
+    return v;
+}
 __device__ __forceinline__ uint32_t ldg_stream(const unsigned short *p, uint64_t policy) {
     unsigned short v;
     asm("ld.global.nc.L2::cache_hint.u16 %0, [%1], %2;" : "=h"(v) : "l"(p), "l"(policy));
@@ -131,15 +142,16 @@ __device__ __forceinline__ uint32_t ldg_stream(const unsigned short *p, uint64_t
 }
 
 template <class F>
-__device__ __forceinline__ G8Block<F::Layout::kQuantBytes / 16> g8_load_block(const uint8_t *grp, uint32_t K,
-                                                                              uint32_t kb, uint32_t r) {
+__device__ __forceinline__ G8BlockOf<F> g8_load_block(const uint8_t *grp, uint32_t K, uint32_t kb, uint32_t r) {
     using L = typename F::Layout;
-    G8Block<L::kQuantBytes / 16> b;
+    G8BlockOf<F> b;
     const uint4 *q = reinterpret_cast<const uint4 *>(grp + L::quant_offset(K, kb, r));
     const uint64_t policy = l2_evict_first_policy();
 #pragma unroll
     for (int i = 0; i < L::kQuantBytes / 16; ++i) b.q[i] = ldg_stream(q + i, policy);
-    if constexpr (L::kScaleBytes == 4)
+    if constexpr (L::kScaleBytes == 8)
+        b.scales = ldg_stream(reinterpret_cast<const uint2 *>(grp + L::scale_offset(kb, r)), policy);
+    else if constexpr (L::kScaleBytes == 4)
         b.scales = ldg_stream(reinterpret_cast<const uint32_t *>(grp + L::scale_offset(kb, r)), policy);
     else
         b.scales = ldg_stream(reinterpret_cast<const unsigned short *>(grp + L::scale_offset(kb, r)), policy);
@@ -150,6 +162,7 @@ __device__ __forceinline__ float half_lo(uint32_t scales) { return __half2float(
 __device__ __forceinline__ float half_hi(uint32_t scales) { return __half2float(__ushort_as_half((unsigned short)(scales >> 16))); }
 
 struct G8FmtQ4_0 {
+    using Raw = G8Raw;
     using Layout = G8Q4_0;
     static constexpr bool kNeedsXSum = false;
     __device__ static float block_dot(const G8Block<1> &b, const float *x, float) {
@@ -181,6 +194,7 @@ struct G8FmtQ4_0 {
 };
 
 struct G8FmtQ4_1 {
+    using Raw = G8Raw;
     using Layout = G8Q4_1;
     static constexpr bool kNeedsXSum = true;
     // sum (n d + m) x = d sum n x + m sum x
@@ -213,6 +227,7 @@ struct G8FmtQ4_1 {
 };
 
 struct G8FmtQ8_0 {
+    using Raw = G8Raw;
     using Layout = G8Q8_0;
     static constexpr bool kNeedsXSum = false;
     __device__ static float block_dot(const G8Block<2> &b, const float *x, float) {
@@ -238,6 +253,79 @@ struct G8FmtQ8_0 {
     }
     __device__ static void to_float(const G8Raw &v, int, float *out) {
         const float d = __half2float(__ushort_as_half((unsigned short)v.scales));
+        const uint32_t w[4] = {v.q.x ^ 0x80808080u, v.q.y ^ 0x80808080u, v.q.z ^ 0x80808080u, v.q.w ^ 0x80808080u};
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+            for (int b = 0; b < 4; ++b) out[4 * i + b] = byte_minus(w[i], b, 8388736.0f) * d;
+    }
+};
+
+// Q4_K: blocks of 32 with f32 factors D = d sc and Mn = -(dmin m) (layout_g8.h): value = D n + Mn,
+// Q4_1's arithmetic in f32.
+struct G8FmtQ4_K {
+    using Layout = G8Q4_K;
+    static constexpr bool kNeedsXSum = true;
+    using Raw = G8RawT<2>;
+    __device__ static float block_dot(const G8Block<1, 2> &b, const float *x, float x_sum) {
+        return fmaf(dot_nibbles<0>(b.q[0], x), __uint_as_float(b.scales.x), __uint_as_float(b.scales.y) * x_sum);
+    }
+    __device__ static float block_dot_q16(const G8Block<1, 2> &b, const int *xw, float x_scale, int xq_sum) {
+        return fmaf((float)dp2a_nibbles(b.q[0], xw), __uint_as_float(b.scales.x), __uint_as_float(b.scales.y) * (float)xq_sum) *
+               x_scale;
+    }
+    __device__ static Raw raw(const uint8_t *grp, uint32_t K, uint32_t kb, uint32_t r, int) {
+        return {__ldg(reinterpret_cast<const uint4 *>(grp + Layout::quant_offset(K, kb, r))),
+                __ldg(reinterpret_cast<const uint2 *>(grp + Layout::scale_offset(kb, r)))};
+    }
+    __device__ static void to_half(const Raw &v, int h, uint32_t *out) {
+        const __half2 d2 = __float2half2_rn(__uint_as_float(v.scales.x)), m2 = __float2half2_rn(__uint_as_float(v.scales.y));
+        const __half2 sub = __float2half2_rn(1024.f);
+        const uint32_t w[4] = {v.q.x, v.q.y, v.q.z, v.q.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) bytes_to_half(nibble_bytes(w[i], h), sub, d2, m2, out + 2 * i);
+    }
+    // D n + Mn rounded twice, as gguf-py's (d sc) q - dmin m.
+    __device__ static void to_float(const Raw &v, int h, float *out) {
+        const float d = __uint_as_float(v.scales.x), mn = __uint_as_float(v.scales.y);
+        const uint32_t w[4] = {v.q.x, v.q.y, v.q.z, v.q.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+            for (int b = 0; b < 4; ++b) out[4 * i + b] = __fadd_rn(__fmul_rn(byte_minus(nibble_bytes(w[i], h), b, 8388608.0f), d), mn);
+    }
+};
+
+// Q6_K: blocks of 32 int8 (q - 32) with an f32 factor d sc per 16 elements (layout_g8.h).
+struct G8FmtQ6_K {
+    using Layout = G8Q6_K;
+    static constexpr bool kNeedsXSum = false;
+    using Raw = G8Raw;  // one half's 16 quants and its factor
+    __device__ static float block_dot(const G8Block<2, 2> &b, const float *x, float) {
+        return fmaf(dot_int8x16(b.q[0], x), __uint_as_float(b.scales.x), dot_int8x16(b.q[1], x + 16) * __uint_as_float(b.scales.y));
+    }
+    __device__ static float block_dot_q16(const G8Block<2, 2> &b, const int *xw, float x_scale, int) {
+        const uint32_t w[8] = {b.q[0].x, b.q[0].y, b.q[0].z, b.q[0].w, b.q[1].x, b.q[1].y, b.q[1].z, b.q[1].w};
+        int s0 = 0, s1 = 0;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) s0 = dp2a_word(xw, i, w[i], s0);  // elements 0..15
+#pragma unroll
+        for (int i = 4; i < 8; ++i) s1 = dp2a_word(xw, i, w[i], s1);  // elements 16..31
+        return fmaf((float)s0, __uint_as_float(b.scales.x), (float)s1 * __uint_as_float(b.scales.y)) * x_scale;
+    }
+    __device__ static Raw raw(const uint8_t *grp, uint32_t K, uint32_t kb, uint32_t r, int h) {
+        return {__ldg(reinterpret_cast<const uint4 *>(grp + Layout::quant_offset(K, kb, r)) + h),
+                __ldg(reinterpret_cast<const uint32_t *>(grp + Layout::scale_offset(kb, r)) + h)};
+    }
+    __device__ static void to_half(const Raw &v, int, uint32_t *out) {
+        const __half2 d2 = __float2half2_rn(__uint_as_float(v.scales));
+        const __half2 sub = __float2half2_rn(1152.f), zero = __float2half2_rn(0.f);  // 1024 + 128
+        const uint32_t w[4] = {v.q.x ^ 0x80808080u, v.q.y ^ 0x80808080u, v.q.z ^ 0x80808080u, v.q.w ^ 0x80808080u};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) bytes_to_half(w[i], sub, d2, zero, out + 2 * i);
+    }
+    __device__ static void to_float(const Raw &v, int, float *out) {
+        const float d = __uint_as_float(v.scales);
         const uint32_t w[4] = {v.q.x ^ 0x80808080u, v.q.y ^ 0x80808080u, v.q.z ^ 0x80808080u, v.q.w ^ 0x80808080u};
 #pragma unroll
         for (int i = 0; i < 4; ++i)

@@ -1,6 +1,7 @@
 // Weight formats with per-group scales (layouts: src/core/kquant_blocks.h; values as gguf-py's
 // dequantize): Q5_0, Q5_1 and IQ4_NL (32-element blocks: common.cuh's Fmt interface as is) and
-// the 256-element superblocks Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS. A superblock format has
+// the 256-element superblocks Q2_K, Q3_K, Q5_K and IQ4_XS (Q4_K and Q6_K are repacked at load into
+// the g8 layout: cuda/formats_g8.cuh). A superblock format has
 // kSuperBytes instead of kBlockBytes and its dot8 / dequant_half take the superblock plus the
 // index j (0..7) of the 32-element block inside it (fmt_dot8 / fmt_dequant_half in common.cuh
 // do the addressing). Same slice convention as common.cuh: slice i of a 32-element block is its
@@ -156,7 +157,7 @@ struct FmtQ3_K : SuperFmt<FmtQ3_K> {
     }
 };
 
-// Q4_K / Q5_K: 6-bit scale and min per 32-element block.
+// Q5_K: 6-bit scale and min per 32-element block.
 __device__ __forceinline__ void k_group(const uint8_t *sb, int j, float &scale, float &min) {
     uint8_t s[12];
 #pragma unroll
@@ -167,42 +168,15 @@ __device__ __forceinline__ void k_group(const uint8_t *sb, int j, float &scale, 
     min = load_f16(sb + 2) * (float)m;
 }
 
-struct FmtQ4_K : SuperFmt<FmtQ4_K> {
-    static constexpr int kSuperBytes = sizeof(BlockQ4_K);
-    static constexpr float kOffset = 0.f;
-    // Element 32 j + l: nibble j % 2 of qs[32 (j / 2) + l] (qs at 16).
-    __device__ static uint32_t quads(const uint8_t *sb, int j, int l) {
-        return (load_u32_a2(sb + 16 + 32 * (j / 2) + l) >> (4 * (j % 2))) & 0x0F0F0F0Fu;
-    }
-    __device__ static void group(const uint8_t *sb, int j, int h, float &scale, float &min) { k_group(sb, j, scale, min); }
-};
-
 struct FmtQ5_K : SuperFmt<FmtQ5_K> {
     static constexpr int kSuperBytes = sizeof(BlockQ5_K);
     static constexpr float kOffset = 0.f;
-    // Nibbles as Q4_K (qs at 48), 5th bit: bit j of qh[l] (qh at 16).
+    // Element 32 j + l: nibble j % 2 of qs[32 (j / 2) + l] (qs at 48), 5th bit: bit j of qh[l] (qh at 16).
     __device__ static uint32_t quads(const uint8_t *sb, int j, int l) {
         const uint32_t low = (load_u32_a2(sb + 48 + 32 * (j / 2) + l) >> (4 * (j % 2))) & 0x0F0F0F0Fu;
         return low | (((load_u32_a2(sb + 16 + l) >> j) & 0x01010101u) << 4);
     }
     __device__ static void group(const uint8_t *sb, int j, int h, float &scale, float &min) { k_group(sb, j, scale, min); }
-};
-
-struct FmtQ6_K : SuperFmt<FmtQ6_K> {
-    static constexpr int kSuperBytes = sizeof(BlockQ6_K);
-    static constexpr float kOffset = 32.f;
-    // Element 32 j + l (= 128 h + r, h = j / 4, r = 32 (j % 4) + l): low 4 bits are nibble
-    // (j % 4) / 2 of ql[64 h + 32 (j % 2) + l], high 2 bits are bits 2 (j % 4) of qh[32 h + l].
-    __device__ static uint32_t quads(const uint8_t *sb, int j, int l) {
-        const int h = j / 4, s = j % 4;
-        const uint32_t low = (load_u32_a2(sb + 64 * h + 32 * (s % 2) + l) >> (4 * (s / 2))) & 0x0F0F0F0Fu;
-        const uint32_t high = (load_u32_a2(sb + 128 + 32 * h + l) >> (2 * s)) & 0x03030303u;
-        return low | (high << 4);
-    }
-    __device__ static void group(const uint8_t *sb, int j, int h, float &scale, float &min) {
-        scale = load_f16(sb + 208) * (float)(int8_t)__ldg(sb + 192 + 2 * j + h);
-        min = 0.f;
-    }
 };
 
 struct FmtIQ4_XS : SuperFmt<FmtIQ4_XS> {

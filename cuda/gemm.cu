@@ -293,6 +293,8 @@ void launch_gemm_bf16(const LaunchArgs &a) { launch_gemm_rows<FmtBF16>(a, "gemm_
 void launch_gemm_q8_0_g8(const LaunchArgs &a) { launch_gemm_g8<G8FmtQ8_0>(a, "gemm_q8_0_g8"); }
 void launch_gemm_q4_0_g8(const LaunchArgs &a) { launch_gemm_g8<G8FmtQ4_0>(a, "gemm_q4_0_g8"); }
 void launch_gemm_q4_1_g8(const LaunchArgs &a) { launch_gemm_g8<G8FmtQ4_1>(a, "gemm_q4_1_g8"); }
+void launch_gemm_q4_k_g8(const LaunchArgs &a) { launch_gemm_g8<G8FmtQ4_K>(a, "gemm_q4_k_g8"); }
+void launch_gemm_q6_k_g8(const LaunchArgs &a) { launch_gemm_g8<G8FmtQ6_K>(a, "gemm_q6_k_g8"); }
 #define AKUNU_DEFINE(lower, upper) \
     void launch_gemm_##lower(const LaunchArgs &a) { launch_gemm_rows<Fmt##upper>(a, "gemm_" #lower); }
 AKUNU_CUDA_KQUANT_FORMATS(AKUNU_DEFINE)
@@ -321,6 +323,8 @@ bool gemv_takes_q16_input(LaunchFn fn, const LaunchArgs &a, const float **row, u
     if (fn == launch_gemm_q4_0_g8) return takes_q16_input<G8FmtQ4_0>(a, row, len, norm_w);
     if (fn == launch_gemm_q4_1_g8) return takes_q16_input<G8FmtQ4_1>(a, row, len, norm_w);
     if (fn == launch_gemm_q8_0_g8) return takes_q16_input<G8FmtQ8_0>(a, row, len, norm_w);
+    if (fn == launch_gemm_q4_k_g8) return takes_q16_input<G8FmtQ4_K>(a, row, len, norm_w);
+    if (fn == launch_gemm_q6_k_g8) return takes_q16_input<G8FmtQ6_K>(a, row, len, norm_w);
     return false;
 }
 

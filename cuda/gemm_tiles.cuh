@@ -49,12 +49,12 @@ struct G8TileLoader {
         const uint8_t *group;  // nullptr past N
         uint32_t r, K;
     };
-    using Raw = G8Raw;
+    using Raw = typename F::Raw;
     __device__ static State state(const uint8_t *base, uint32_t, uint32_t K, uint32_t row, uint32_t N) {
         return {row < N ? base + (size_t)(row / kG8Rows) * F::Layout::group_bytes(K) : nullptr, row % kG8Rows, K};
     }
     __device__ static Raw raw(const State &s, uint32_t kb, int h) {
-        return s.group ? F::raw(s.group, s.K, kb, s.r, h) : G8Raw{make_uint4(0, 0, 0, 0), 0u};
+        return s.group ? F::raw(s.group, s.K, kb, s.r, h) : Raw{};
     }
     __device__ static void to_half(const State &, const Raw &v, uint32_t, int h, uint32_t *out) { F::to_half(v, h, out); }
 };

@@ -242,7 +242,7 @@ __device__ __forceinline__ void gemv_g8_store(const float (&acc)[kGroups], float
 // Row r's blocks kb of an item's groups (kb past the row: block 0, loaded and never used).
 template <class F, int kGroups>
 __device__ __forceinline__ void g8_load_step(const uint8_t *const (&grp)[kGroups], uint32_t K, uint32_t kb, uint32_t r,
-                                             G8Block<F::Layout::kQuantBytes / 16> (&dst)[kGroups]) {
+                                             G8BlockOf<F> (&dst)[kGroups]) {
     if (kb >= K / 32) kb = 0;
 #pragma unroll
     for (int g = 0; g < kGroups; ++g) dst[g] = g8_load_block<F>(grp[g], K, kb, r);
@@ -254,10 +254,10 @@ __device__ __forceinline__ void g8_load_step(const uint8_t *const (&grp)[kGroups
 template <class F, int kGroups, int kWarps, bool kNorm>
 __device__ __forceinline__ void gemv_g8_item(const float *__restrict__ x, const float4 *staged_x, float scale,
                                              float *__restrict__ y, const uint8_t *const (&grp)[kGroups],
-                                             G8Block<F::Layout::kQuantBytes / 16> (&blk)[kGroups],
+                                             G8BlockOf<F> (&blk)[kGroups],
                                              const GemmParams &p, uint32_t total_groups, uint32_t item,
                                              float (&partial)[kWarps][kGroups][kG8Rows]) {
-    using Block = G8Block<F::Layout::kQuantBytes / 16>;
+    using Block = G8BlockOf<F>;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const uint32_t r = lane & 7, kq = lane >> 3;
     const uint32_t K = p.K, n_blocks = K / 32;
@@ -315,7 +315,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     const uint32_t r = lane & 7, first_kb = (uint32_t)warp * 4 + (lane >> 3);
     const uint8_t *grp[kGroups];
     g8_item_groups<F, kGroups>(w, p, total_groups, blockIdx.x, grp);
-    G8Block<F::Layout::kQuantBytes / 16> blk[kGroups];
+    G8BlockOf<F> blk[kGroups];
     g8_load_step<F, kGroups>(grp, p.K, first_kb, r, blk);
     if (prefetch) {
         const uint32_t group_bytes = (uint32_t)F::Layout::group_bytes(p.K);

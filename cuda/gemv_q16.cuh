@@ -102,7 +102,7 @@ __global__ void __launch_bounds__(kWarps * 32)
                        const float *__restrict__ out_norm_w, uint32_t per_block) {
     constexpr int kDepth = 2;
     __shared__ float gated_stage[32];  // a gated handoff's 4 items of 8 outputs
-    using Block = G8Block<F::Layout::kQuantBytes / 16>;
+    using Block = G8BlockOf<F>;
     __shared__ float partial[kWarps][kGroups][kG8Rows];
     __shared__ float sq_by_warp[kWarps];
     extern __shared__ int4 q16_smem[];

@@ -34,8 +34,12 @@ def random_matrix(rng, rows, cols, qtype):
     block, nbytes = gguf.GGML_QUANT_SIZES[qtype]
     n_blocks = cols // block
     raw = rng.integers(0, 256, size=(rows, n_blocks, nbytes), dtype=np.uint8)
-    scale = np.full((rows, n_blocks), 0.02 / 8, dtype=np.float16).view(np.uint8).reshape(rows, n_blocks, 2)
-    raw[:, :, 0:2] = scale  # d of every Q4_0/Q8_0/Q4_1 block
+    # Where each format keeps its f16 factors (d; Q4_1 m; the K-quants' d, dmin), set to sane values
+    # so that random weights make finite activations (speed does not depend on them).
+    d_at = {QT.Q4_K: (0, 2), QT.Q6_K: (208,)}.get(qtype, (0,))
+    for at in d_at:
+        raw[:, :, at:at + 2] = np.full((rows, n_blocks), 0.02 / 256 if block == 256 else 0.02 / 8,
+                                       dtype=np.float16).view(np.uint8).reshape(rows, n_blocks, 2)
     if qtype == QT.Q4_1:
         raw[:, :, 2:4] = np.full((rows, n_blocks), -0.02, dtype=np.float16).view(np.uint8).reshape(rows, n_blocks, 2)
     return raw.reshape(rows, n_blocks * nbytes), qtype

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/errors.h"
+#include "core/kquant_blocks.h"
 #include "core/quant_blocks.h"
 #include "cuda/layout_g8.h"
 
@@ -32,6 +33,84 @@ void repack_blocks(const uint8_t *src, uint8_t *dst, size_t rows, size_t cols) {
     }
 }
 
+// f16 bits -> f32, exact (the host has no half type to lean on).
+float half_to_float(uint16_t h) {
+    const uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 31, mant = h & 1023;
+    uint32_t bits;
+    if (exp == 31) {
+        bits = sign | 0x7F800000u | (mant << 13);  // inf / NaN
+    } else if (exp != 0) {
+        bits = sign | ((exp + 112) << 23) | (mant << 13);
+    } else {  // zero or subnormal: mant x 2^-24, exact in f32
+        float v = (float)mant * 5.9604644775390625e-8f;
+        std::memcpy(&bits, &v, 4);
+        bits |= sign;
+    }
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+
+// The superblock formats: each 32-element block j of a superblock becomes a g8 block whose f32
+// factors are the products gguf-py's dequantize forms (d * sc, dmin * m; d * sc per 16), so
+// dequantizing a g8 block reproduces gguf-py's values bit for bit.
+struct Q4KBlocks {
+    using Super = BlockQ4_K;
+    using Layout = G8Q4_K;
+    // Block j: factors {d sc_j, -(dmin m_j)}, quants in Q4_0's nibble order (byte i: elements i, 16 + i).
+    static void block(const BlockQ4_K &b, int j, float *factors, uint8_t *quants) {
+        int sc, m;
+        kquant_scale_min(b.scales, j, &sc, &m);
+        factors[0] = half_to_float(b.d) * (float)sc;
+        factors[1] = -(half_to_float(b.dmin) * (float)m);
+        const uint8_t *qs = b.qs + 32 * (j / 2);  // element l of block j: nibble j % 2 of qs[l]
+        const int shift = 4 * (j % 2);
+        for (int i = 0; i < 16; ++i)
+            quants[i] = (uint8_t)(((qs[i] >> shift) & 15) | ((qs[16 + i] >> shift) & 15) << 4);
+    }
+};
+struct Q6KBlocks {
+    using Super = BlockQ6_K;
+    using Layout = G8Q6_K;
+    // Block j: factors {d sc_2j, d sc_2j+1}, quants q - 32 as int8 in element order.
+    static void block(const BlockQ6_K &b, int j, float *factors, uint8_t *quants) {
+        const float d = half_to_float(b.d);
+        factors[0] = d * (float)b.scales[2 * j];
+        factors[1] = d * (float)b.scales[2 * j + 1];
+        for (int l = 0; l < 32; ++l) {
+            const int e = 32 * j + l, h = e / 128, r = e % 128;
+            const int lo = (b.ql[64 * h + r % 64] >> (4 * (r / 64))) & 15;
+            const int hi = (b.qh[32 * h + r % 32] >> (2 * (r / 32))) & 3;
+            quants[l] = (uint8_t)(int8_t)((lo | hi << 4) - 32);
+        }
+    }
+};
+
+template <class F>
+void repack_superblocks(const uint8_t *src, uint8_t *dst, size_t rows, size_t cols) {
+    using Layout = typename F::Layout;
+    static_assert(Layout::kScaleBytes == 8, "two f32 factors per block");
+    const uint32_t K = (uint32_t)cols, nb = K / 32;
+    const size_t row_bytes = (size_t)(K / QK_K) * sizeof(typename F::Super), group_bytes = Layout::group_bytes(K);
+    const size_t groups = (rows + kG8Rows - 1) / kG8Rows;
+    for (size_t g = 0; g < groups; ++g) {
+        uint8_t *grp = dst + g * group_bytes;
+        if ((g + 1) * kG8Rows > rows) std::memset(grp, 0, group_bytes);  // padding rows: factors 0
+        for (uint32_t r = 0; r < kG8Rows && g * kG8Rows + r < rows; ++r) {
+            const uint8_t *row = src + (g * kG8Rows + r) * row_bytes;
+            for (uint32_t kb = 0; kb < nb; ++kb) {
+                typename F::Super sb;
+                std::memcpy(&sb, row + (size_t)(kb / 8) * sizeof(sb), sizeof(sb));
+                float factors[2];
+                uint8_t quants[Layout::kQuantBytes];
+                F::block(sb, (int)(kb % 8), factors, quants);
+                std::memcpy(grp + Layout::scale_offset(kb, r), factors, 8);
+                std::memcpy(grp + Layout::quant_offset(K, kb, r), quants, Layout::kQuantBytes);
+            }
+        }
+    }
+}
+
 }  // namespace
 
 size_t g8_bytes(DType t, size_t rows, size_t cols) {
@@ -40,6 +119,8 @@ size_t g8_bytes(DType t, size_t rows, size_t cols) {
         case DType::Q4_0: return groups * G8Q4_0::group_bytes((uint32_t)cols);
         case DType::Q4_1: return groups * G8Q4_1::group_bytes((uint32_t)cols);
         case DType::Q8_0: return groups * G8Q8_0::group_bytes((uint32_t)cols);
+        case DType::Q4_K: return groups * G8Q4_K::group_bytes((uint32_t)cols);
+        case DType::Q6_K: return groups * G8Q6_K::group_bytes((uint32_t)cols);
         default: throw AkunuError("internal: no g8 layout for this dtype");
     }
 }
@@ -52,6 +133,8 @@ void g8_repack(DType t, const void *src, void *dst, size_t rows, size_t cols) {
         case DType::Q4_0: return repack_blocks<BlockQ4_0, G8Q4_0>(s, d, rows, cols);
         case DType::Q4_1: return repack_blocks<BlockQ4_1, G8Q4_1>(s, d, rows, cols);
         case DType::Q8_0: return repack_blocks<BlockQ8_0, G8Q8_0>(s, d, rows, cols);
+        case DType::Q4_K: return repack_superblocks<Q4KBlocks>(s, d, rows, cols);
+        case DType::Q6_K: return repack_superblocks<Q6KBlocks>(s, d, rows, cols);
         default: throw AkunuError("internal: no g8 layout for this dtype");
     }
 }

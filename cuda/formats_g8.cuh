@@ -7,6 +7,7 @@
 // exponent bits 0x64 is the half 1024 + byte, exact, and one half2 subtract removes the bias.
 #pragma once
 #include "cuda/common.cuh"
+#include "cuda/formats_kquant.cuh"  // iq4_lookup4
 #include "cuda/layout_g8.h"
 
 namespace akunu::cuda {
@@ -333,5 +334,109 @@ struct G8FmtQ6_K {
             for (int b = 0; b < 4; ++b) out[4 * i + b] = byte_minus(w[i], b, 8388736.0f) * d;
     }
 };
+
+// Q5_K: blocks of 32 unsigned 5-bit quants (one byte each) with f32 D = d sc, Mn = -(dmin m).
+struct G8FmtQ5_K {
+    using Layout = G8Q5_K;
+    static constexpr bool kNeedsXSum = true;
+    using Raw = G8RawT<2>;
+    __device__ static float block_dot(const G8Block<2, 2> &b, const float *x, float x_sum) {
+        const uint32_t w[8] = {b.q[0].x, b.q[0].y, b.q[0].z, b.q[0].w, b.q[1].x, b.q[1].y, b.q[1].z, b.q[1].w};
+        float s = 0.f;
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+#pragma unroll
+            for (int k = 0; k < 4; ++k) s = fmaf(byte_minus(w[i], k, 8388608.0f), x[4 * i + k], s);
+        return fmaf(s, __uint_as_float(b.scales.x), __uint_as_float(b.scales.y) * x_sum);
+    }
+    __device__ static float block_dot_q16(const G8Block<2, 2> &b, const int *xw, float x_scale, int xq_sum) {
+        const uint32_t w[8] = {b.q[0].x, b.q[0].y, b.q[0].z, b.q[0].w, b.q[1].x, b.q[1].y, b.q[1].z, b.q[1].w};
+        int s = 0;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) s = dp2a_word(xw, i, w[i], s);  // bytes 0..31: signed and unsigned alike
+        return fmaf((float)s, __uint_as_float(b.scales.x), __uint_as_float(b.scales.y) * (float)xq_sum) * x_scale;
+    }
+    __device__ static Raw raw(const uint8_t *grp, uint32_t K, uint32_t kb, uint32_t r, int h) {
+        return {__ldg(reinterpret_cast<const uint4 *>(grp + Layout::quant_offset(K, kb, r)) + h),
+                __ldg(reinterpret_cast<const uint2 *>(grp + Layout::scale_offset(kb, r)))};
+    }
+    __device__ static void to_half(const Raw &v, int, uint32_t *out) {
+        const __half2 d2 = __float2half2_rn(__uint_as_float(v.scales.x)), m2 = __float2half2_rn(__uint_as_float(v.scales.y));
+        const __half2 sub = __float2half2_rn(1024.f);
+        const uint32_t w[4] = {v.q.x, v.q.y, v.q.z, v.q.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) bytes_to_half(w[i], sub, d2, m2, out + 2 * i);
+    }
+    // D u + Mn rounded twice, as gguf-py's (d sc) q - dmin m.
+    __device__ static void to_float(const Raw &v, int, float *out) {
+        const float d = __uint_as_float(v.scales.x), mn = __uint_as_float(v.scales.y);
+        const uint32_t w[4] = {v.q.x, v.q.y, v.q.z, v.q.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+            for (int b = 0; b < 4; ++b) out[4 * i + b] = __fadd_rn(__fmul_rn(byte_minus(w[i], b, 8388608.0f), d), mn);
+    }
+};
+
+// IQ4_NL (f16 d, the file's block) and IQ4_XS (f32 d (ls - 32) per block of 32): nibbles index
+// kIQ4Values; iq4_lookup4 turns four into value + 128, and flipping the sign bits into the signed
+// values dp2a takes.
+template <class L>
+struct G8FmtIQ4 {
+    using Layout = L;
+    static constexpr bool kNeedsXSum = false;
+    using Raw = G8Raw;
+    __device__ static float factor(uint32_t scales) {
+        if constexpr (L::kScaleBytes == 4) return __uint_as_float(scales);
+        else return half_lo(scales);
+    }
+    __device__ static float block_dot(const G8Block<1> &b, const float *x, float) {
+        const uint32_t w[4] = {b.q[0].x, b.q[0].y, b.q[0].z, b.q[0].w};
+        float s = 0.f;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const uint32_t lo = iq4_lookup4(nibble_bytes(w[i], 0)), hi = iq4_lookup4(nibble_bytes(w[i], 1));
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                s = fmaf(byte_minus(lo, k, 8388736.0f), x[4 * i + k], s);
+                s = fmaf(byte_minus(hi, k, 8388736.0f), x[16 + 4 * i + k], s);
+            }
+        }
+        return s * factor(b.scales);
+    }
+    __device__ static float block_dot_q16(const G8Block<1> &b, const int *xw, float x_scale, int) {
+        const uint32_t w[4] = {b.q[0].x, b.q[0].y, b.q[0].z, b.q[0].w};
+        int s = 0;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            s = dp2a_word(xw, i, iq4_lookup4(nibble_bytes(w[i], 0)) ^ 0x80808080u, s);      // elements 4i..4i+3
+            s = dp2a_word(xw, 4 + i, iq4_lookup4(nibble_bytes(w[i], 1)) ^ 0x80808080u, s);  // 16+4i..16+4i+3
+        }
+        return (float)s * (factor(b.scales) * x_scale);
+    }
+    __device__ static Raw raw(const uint8_t *grp, uint32_t K, uint32_t kb, uint32_t r, int) {
+        const uint32_t scales = L::kScaleBytes == 4
+                                    ? __ldg(reinterpret_cast<const uint32_t *>(grp + L::scale_offset(kb, r)))
+                                    : (uint32_t)__ldg(reinterpret_cast<const unsigned short *>(grp + L::scale_offset(kb, r)));
+        return {__ldg(reinterpret_cast<const uint4 *>(grp + L::quant_offset(K, kb, r))), scales};
+    }
+    __device__ static void to_half(const Raw &v, int h, uint32_t *out) {
+        const __half2 d2 = __float2half2_rn(factor(v.scales));
+        const __half2 sub = __float2half2_rn(1152.f), zero = __float2half2_rn(0.f);  // 1024 + 128
+        const uint32_t w[4] = {v.q.x, v.q.y, v.q.z, v.q.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) bytes_to_half(iq4_lookup4(nibble_bytes(w[i], h)), sub, d2, zero, out + 2 * i);
+    }
+    __device__ static void to_float(const Raw &v, int h, float *out) {
+        const float d = factor(v.scales);
+        const uint32_t w[4] = {v.q.x, v.q.y, v.q.z, v.q.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+            for (int b = 0; b < 4; ++b) out[4 * i + b] = byte_minus(iq4_lookup4(nibble_bytes(w[i], h)), b, 8388736.0f) * d;
+    }
+};
+using G8FmtIQ4_NL = G8FmtIQ4<G8IQ4_NL>;
+using G8FmtIQ4_XS = G8FmtIQ4<G8IQ4_XS>;
 
 }  // namespace akunu::cuda

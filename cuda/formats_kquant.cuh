@@ -1,7 +1,7 @@
-// Weight formats with per-group scales (layouts: src/core/kquant_blocks.h; values as gguf-py's
-// dequantize): Q5_0, Q5_1 and IQ4_NL (32-element blocks: common.cuh's Fmt interface as is) and
-// the 256-element superblocks Q2_K, Q3_K, Q5_K and IQ4_XS (Q4_K and Q6_K are repacked at load into
-// the g8 layout: cuda/formats_g8.cuh). A superblock format has
+// Weight formats with per-group scales read as stored (layouts: src/core/kquant_blocks.h; values as
+// gguf-py's dequantize): Q5_0 and Q5_1 (32-element blocks: common.cuh's Fmt interface as is) and the
+// 256-element superblocks Q2_K and Q3_K. (Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS are repacked at load
+// into the g8 layout: cuda/formats_g8.cuh, which takes iq4_lookup4 from here.) A superblock format has
 // kSuperBytes instead of kBlockBytes and its dot8 / dequant_half take the superblock plus the
 // index j (0..7) of the 32-element block inside it (fmt_dot8 / fmt_dequant_half in common.cuh
 // do the addressing). Same slice convention as common.cuh: slice i of a 32-element block is its
@@ -86,22 +86,6 @@ struct FmtQ5_1 {
     }
 };
 
-struct FmtIQ4_NL {
-    static constexpr int kBlockBytes = sizeof(BlockIQ4_NL);
-    __device__ static float dot8(const uint8_t *blk, int i, float4 xa, float4 xb) {
-        const uint32_t q = load_u32_a2(blk + 2 + 4 * i);
-        const uint32_t a = iq4_lookup4(q & 0x0F0F0F0Fu), b = iq4_lookup4((q >> 4) & 0x0F0F0F0Fu);
-        return (dot4_bytes(b, xb, dot4_bytes(a, xa, 0.f)) - 128.f * (hsum4(xa) + hsum4(xb))) * load_f16(blk);
-    }
-    __device__ static void dequant_half(const uint8_t *blk, int h, float *out) {
-        const float d = load_f16(blk);
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const uint32_t q = load_u32_a2(blk + 2 + 4 * i);
-            bytes_to_floats(iq4_lookup4(h ? (q >> 4) & 0x0F0F0F0Fu : q & 0x0F0F0F0Fu), 128.f, d, 0.f, out + 4 * i);
-        }
-    }
-};
 
 // --- superblocks: (sb, j) = the superblock and a 32-element block in it --------------------
 // Each format: quads(sb, j, l) = unsigned quant bytes of elements 32j + l .. + 3 (l % 4 == 0),
@@ -157,42 +141,5 @@ struct FmtQ3_K : SuperFmt<FmtQ3_K> {
     }
 };
 
-// Q5_K: 6-bit scale and min per 32-element block.
-__device__ __forceinline__ void k_group(const uint8_t *sb, int j, float &scale, float &min) {
-    uint8_t s[12];
-#pragma unroll
-    for (int t = 0; t < 12; ++t) s[t] = __ldg(sb + 4 + t);
-    int sc = 0, m = 0;
-    kquant_scale_min(s, j, &sc, &m);
-    scale = load_f16(sb) * (float)sc;
-    min = load_f16(sb + 2) * (float)m;
-}
-
-struct FmtQ5_K : SuperFmt<FmtQ5_K> {
-    static constexpr int kSuperBytes = sizeof(BlockQ5_K);
-    static constexpr float kOffset = 0.f;
-    // Element 32 j + l: nibble j % 2 of qs[32 (j / 2) + l] (qs at 48), 5th bit: bit j of qh[l] (qh at 16).
-    __device__ static uint32_t quads(const uint8_t *sb, int j, int l) {
-        const uint32_t low = (load_u32_a2(sb + 48 + 32 * (j / 2) + l) >> (4 * (j % 2))) & 0x0F0F0F0Fu;
-        return low | (((load_u32_a2(sb + 16 + l) >> j) & 0x01010101u) << 4);
-    }
-    __device__ static void group(const uint8_t *sb, int j, int h, float &scale, float &min) { k_group(sb, j, scale, min); }
-};
-
-struct FmtIQ4_XS : SuperFmt<FmtIQ4_XS> {
-    static constexpr int kSuperBytes = sizeof(BlockIQ4_XS);
-    static constexpr float kOffset = 128.f;
-    // Block j's 16 nibble bytes at 8 + 16 j, Q4_0 order (low nibbles: elements 0..15).
-    __device__ static uint32_t quads(const uint8_t *sb, int j, int l) {
-        const uint32_t q = load_u32_a2(sb + 8 + 16 * j + (l & 15));
-        return iq4_lookup4(l < 16 ? q & 0x0F0F0F0Fu : (q >> 4) & 0x0F0F0F0Fu);
-    }
-    __device__ static void group(const uint8_t *sb, int j, int h, float &scale, float &min) {
-        const uint32_t scales_h = __ldg(reinterpret_cast<const unsigned short *>(sb + 2));
-        const int ls = ((__ldg(sb + 4 + j / 2) >> (4 * (j % 2))) & 15) | (((scales_h >> (2 * j)) & 3) << 4);
-        scale = load_f16(sb) * (float)(ls - 32);
-        min = 0.f;
-    }
-};
 
 }  // namespace akunu::cuda

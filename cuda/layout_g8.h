@@ -1,4 +1,4 @@
-// The CUDA "g8" weight layout of Q4_0 / Q4_1 / Q8_0 (and Q4_K / Q6_K, below), made at load (src/backend/cuda/g8_layout.cpp)
+// The CUDA "g8" weight layout of Q4_0 / Q4_1 / Q8_0 / IQ4_NL (and the superblock formats, below), made at load (src/backend/cuda/g8_layout.cpp)
 // and read by the GEMV, GEMM and embedding kernels.
 //
 // GGUF blocks are 18 / 20 / 34 bytes, so a block's quants sit at 2-byte alignment and a GPU
@@ -6,7 +6,7 @@
 // at the end of the matrix) into two regions:
 //   scales  [K/32][8] x kScaleBytes   (d, and m for Q4_1, of block kb of row r at kb * 8 + r)
 //   quants  [K/32][8] x kQuantBytes   (the block's qs bytes unchanged, at the same index)
-// For these three a group is exactly 8 file rows long (8 x (scale + quant) bytes per block), so
+// For these four a group is exactly 8 file rows long (8 x (scale + quant) bytes per block), so
 // group g starts where row 8g starts in the file; the table builder's row geometry stays the
 // file's either way (kernels find groups by group_bytes). Both
 // regions start 16-byte aligned (K % 32 == 0), so a lane loads a block's quants with one 16-byte
@@ -47,12 +47,15 @@ using G8Q4_0 = G8Layout<2, 16>;  // d (f16), 16 bytes of nibbles
 using G8Q4_1 = G8Layout<4, 16>;  // d, m (f16), 16 bytes of nibbles
 using G8Q8_0 = G8Layout<2, 32>;  // d (f16), 32 int8
 
-// Q4_K and Q6_K in blocks of 32 with their superblock factors multiplied out, as gguf-py multiplies
-// them (f32 products of the f16 d and the 6-bit / int8 sub-scales), so that the GEMVs treat them as
-// Q4_1 / Q8_0 with f32 factors. These groups are longer than 8 file rows (Q4_K 6 bits a weight
-// instead of 4.5, Q6_K 10 instead of 6.56): kernels address groups by group_bytes, never by the
-// file's row size.
+// Q4_K, Q5_K, Q6_K and IQ4_XS in blocks of 32 with their superblock factors multiplied out, as
+// gguf-py multiplies them (f32 products of the f16 d and the sub-scales), so that the GEMVs treat
+// them as Q4_1 / Q8_0 / IQ4_NL with f32 factors. These groups are longer than 8 file rows (Q4_K 6
+// bits a weight instead of 4.5, Q5_K 10 instead of 5.5, Q6_K 10 instead of 6.56, IQ4_XS 5 instead
+// of 4.25): kernels address groups by group_bytes, never by the file's row size.
 using G8Q4_K = G8Layout<8, 16>;  // f32 d·sc, f32 -(dmin·m); 16 bytes of nibbles in Q4_0's order
 using G8Q6_K = G8Layout<8, 32>;  // f32 d·sc of elements 0..15 and of 16..31; 32 int8 (q - 32)
+using G8Q5_K = G8Layout<8, 32>;  // f32 d·sc, f32 -(dmin·m); 32 bytes of 5-bit quants (10 bits a weight)
+using G8IQ4_XS = G8Layout<4, 16>;  // f32 d·(ls - 32); 16 bytes of nibbles (indices into kIQ4Values)
+using G8IQ4_NL = G8Layout<2, 16>;  // d (f16), 16 bytes of nibbles: the file's block, as Q4_0's
 
 }  // namespace akunu::cuda

@@ -86,10 +86,34 @@ struct Q6KBlocks {
     }
 };
 
+struct Q5KBlocks {
+    using Super = BlockQ5_K;
+    using Layout = G8Q5_K;
+    // Block j: factors {d sc_j, -(dmin m_j)}, quants the 5-bit u in element order.
+    static void block(const BlockQ5_K &b, int j, float *factors, uint8_t *quants) {
+        int sc, m;
+        kquant_scale_min(b.scales, j, &sc, &m);
+        factors[0] = half_to_float(b.d) * (float)sc;
+        factors[1] = -(half_to_float(b.dmin) * (float)m);
+        for (int l = 0; l < 32; ++l)  // nibble j % 2 of qs[32 (j / 2) + l], 5th bit: bit j of qh[l]
+            quants[l] = (uint8_t)(((b.qs[32 * (j / 2) + l] >> (4 * (j % 2))) & 15) | ((b.qh[l] >> j) & 1) << 4);
+    }
+};
+struct IQ4XSBlocks {
+    using Super = BlockIQ4_XS;
+    using Layout = G8IQ4_XS;
+    // Block j: factor d (ls_j - 32), its 16 nibble bytes as stored (Q4_0's order).
+    static void block(const BlockIQ4_XS &b, int j, float *factors, uint8_t *quants) {
+        const int ls = ((b.scales_l[j / 2] >> (4 * (j % 2))) & 15) | ((b.scales_h >> (2 * j)) & 3) << 4;
+        factors[0] = half_to_float(b.d) * (float)(ls - 32);
+        std::memcpy(quants, b.qs + 16 * j, 16);
+    }
+};
+
 template <class F>
 void repack_superblocks(const uint8_t *src, uint8_t *dst, size_t rows, size_t cols) {
     using Layout = typename F::Layout;
-    static_assert(Layout::kScaleBytes == 8, "two f32 factors per block");
+    static_assert(Layout::kScaleBytes % 4 == 0, "f32 factors");
     const uint32_t K = (uint32_t)cols, nb = K / 32;
     const size_t row_bytes = (size_t)(K / QK_K) * sizeof(typename F::Super), group_bytes = Layout::group_bytes(K);
     const size_t groups = (rows + kG8Rows - 1) / kG8Rows;
@@ -101,10 +125,10 @@ void repack_superblocks(const uint8_t *src, uint8_t *dst, size_t rows, size_t co
             for (uint32_t kb = 0; kb < nb; ++kb) {
                 typename F::Super sb;
                 std::memcpy(&sb, row + (size_t)(kb / 8) * sizeof(sb), sizeof(sb));
-                float factors[2];
+                float factors[Layout::kScaleBytes / 4];
                 uint8_t quants[Layout::kQuantBytes];
                 F::block(sb, (int)(kb % 8), factors, quants);
-                std::memcpy(grp + Layout::scale_offset(kb, r), factors, 8);
+                std::memcpy(grp + Layout::scale_offset(kb, r), factors, Layout::kScaleBytes);
                 std::memcpy(grp + Layout::quant_offset(K, kb, r), quants, Layout::kQuantBytes);
             }
         }
@@ -121,6 +145,9 @@ size_t g8_bytes(DType t, size_t rows, size_t cols) {
         case DType::Q8_0: return groups * G8Q8_0::group_bytes((uint32_t)cols);
         case DType::Q4_K: return groups * G8Q4_K::group_bytes((uint32_t)cols);
         case DType::Q6_K: return groups * G8Q6_K::group_bytes((uint32_t)cols);
+        case DType::Q5_K: return groups * G8Q5_K::group_bytes((uint32_t)cols);
+        case DType::IQ4_XS: return groups * G8IQ4_XS::group_bytes((uint32_t)cols);
+        case DType::IQ4_NL: return groups * G8IQ4_NL::group_bytes((uint32_t)cols);
         default: throw AkunuError("internal: no g8 layout for this dtype");
     }
 }
@@ -135,6 +162,9 @@ void g8_repack(DType t, const void *src, void *dst, size_t rows, size_t cols) {
         case DType::Q8_0: return repack_blocks<BlockQ8_0, G8Q8_0>(s, d, rows, cols);
         case DType::Q4_K: return repack_superblocks<Q4KBlocks>(s, d, rows, cols);
         case DType::Q6_K: return repack_superblocks<Q6KBlocks>(s, d, rows, cols);
+        case DType::Q5_K: return repack_superblocks<Q5KBlocks>(s, d, rows, cols);
+        case DType::IQ4_XS: return repack_superblocks<IQ4XSBlocks>(s, d, rows, cols);
+        case DType::IQ4_NL: return repack_blocks<BlockIQ4_NL, G8IQ4_NL>(s, d, rows, cols);
         default: throw AkunuError("internal: no g8 layout for this dtype");
     }
 }

@@ -81,6 +81,8 @@ void launch_embedding_q6_k_g8(const LaunchArgs &a) { launch_embedding<G8FmtQ6_K,
 void launch_embedding_q5_k_g8(const LaunchArgs &a) { launch_embedding<G8FmtQ5_K, true>(a, "embedding_q5_k_g8"); }
 void launch_embedding_iq4_nl_g8(const LaunchArgs &a) { launch_embedding<G8FmtIQ4_NL, true>(a, "embedding_iq4_nl_g8"); }
 void launch_embedding_iq4_xs_g8(const LaunchArgs &a) { launch_embedding<G8FmtIQ4_XS, true>(a, "embedding_iq4_xs_g8"); }
+void launch_embedding_q5_0_g8(const LaunchArgs &a) { launch_embedding<G8FmtQ8_0, true>(a, "embedding_q5_0_g8"); }
+void launch_embedding_q5_1_g8(const LaunchArgs &a) { launch_embedding<G8FmtQ5_1, true>(a, "embedding_q5_1_g8"); }
 #define AKUNU_DEFINE(lower, upper) \
     void launch_embedding_##lower(const LaunchArgs &a) { launch_embedding<Fmt##upper, false>(a, "embedding_" #lower); }
 AKUNU_CUDA_KQUANT_FORMATS(AKUNU_DEFINE)

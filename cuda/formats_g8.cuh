@@ -378,6 +378,50 @@ struct G8FmtQ5_K {
     }
 };
 
+// Q5_1: 32 unsigned 5-bit quants (a byte each) with the file's f16 d and m: value = d u + m.
+// (Q5_0 runs as G8FmtQ8_0: layout_g8.h.)
+struct G8FmtQ5_1 {
+    using Layout = G8Q5_1;
+    static constexpr bool kNeedsXSum = true;
+    using Raw = G8Raw;
+    __device__ static float block_dot(const G8Block<2> &b, const float *x, float x_sum) {
+        const uint32_t w[8] = {b.q[0].x, b.q[0].y, b.q[0].z, b.q[0].w, b.q[1].x, b.q[1].y, b.q[1].z, b.q[1].w};
+        float s = 0.f;
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+#pragma unroll
+            for (int k = 0; k < 4; ++k) s = fmaf(byte_minus(w[i], k, 8388608.0f), x[4 * i + k], s);
+        return fmaf(s, half_lo(b.scales), half_hi(b.scales) * x_sum);
+    }
+    __device__ static float block_dot_q16(const G8Block<2> &b, const int *xw, float x_scale, int xq_sum) {
+        const uint32_t w[8] = {b.q[0].x, b.q[0].y, b.q[0].z, b.q[0].w, b.q[1].x, b.q[1].y, b.q[1].z, b.q[1].w};
+        int s = 0;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) s = dp2a_word(xw, i, w[i], s);
+        return fmaf((float)s, half_lo(b.scales), half_hi(b.scales) * (float)xq_sum) * x_scale;
+    }
+    __device__ static Raw raw(const uint8_t *grp, uint32_t K, uint32_t kb, uint32_t r, int h) {
+        return {__ldg(reinterpret_cast<const uint4 *>(grp + Layout::quant_offset(K, kb, r)) + h),
+                __ldg(reinterpret_cast<const uint32_t *>(grp + Layout::scale_offset(kb, r)))};
+    }
+    __device__ static void to_half(const Raw &v, int, uint32_t *out) {
+        const __half2 both = *reinterpret_cast<const __half2 *>(&v.scales);
+        const __half2 d2 = __low2half2(both), m2 = __high2half2(both), sub = __float2half2_rn(1024.f);
+        const uint32_t w[4] = {v.q.x, v.q.y, v.q.z, v.q.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) bytes_to_half(w[i], sub, d2, m2, out + 2 * i);
+    }
+    // d u + m rounded twice, as gguf-py's.
+    __device__ static void to_float(const Raw &v, int, float *out) {
+        const float d = half_lo(v.scales), m = half_hi(v.scales);
+        const uint32_t w[4] = {v.q.x, v.q.y, v.q.z, v.q.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+            for (int b = 0; b < 4; ++b) out[4 * i + b] = __fadd_rn(__fmul_rn(byte_minus(w[i], b, 8388608.0f), d), m);
+    }
+};
+
 // IQ4_NL (f16 d, the file's block) and IQ4_XS (f32 d (ls - 32) per block of 32): nibbles index
 // kIQ4Values; iq4_lookup4 turns four into value + 128, and flipping the sign bits into the signed
 // values dp2a takes.

@@ -1,11 +1,10 @@
 // Weight formats with per-group scales read as stored (layouts: src/core/kquant_blocks.h; values as
-// gguf-py's dequantize): Q5_0 and Q5_1 (32-element blocks: common.cuh's Fmt interface as is) and the
-// 256-element superblocks Q2_K and Q3_K. (Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS are repacked at load
-// into the g8 layout: cuda/formats_g8.cuh, which takes iq4_lookup4 from here.) A superblock format has
-// kSuperBytes instead of kBlockBytes and its dot8 / dequant_half take the superblock plus the
-// index j (0..7) of the 32-element block inside it (fmt_dot8 / fmt_dequant_half in common.cuh
-// do the addressing). Same slice convention as common.cuh: slice i of a 32-element block is its
-// elements 4i..4i+3 (with xa) and 16+4i..16+4i+3 (with xb).
+// gguf-py's dequantize): the 256-element superblocks Q2_K and Q3_K. (Every other quantized format is
+// repacked at load into the g8 layout, cuda/formats_g8.cuh, which takes iq4_lookup4 from here.) A
+// superblock format has kSuperBytes instead of kBlockBytes and its dot8 / dequant_half take the
+// superblock plus the index j (0..7) of the 32-element block inside it (fmt_dot8 / fmt_dequant_half
+// in common.cuh do the addressing). Same slice convention as common.cuh: slice i of a 32-element
+// block is its elements 4i..4i+3 (with xa) and 16+4i..16+4i+3 (with xb).
 //
 // Every format turns four quants into four unsigned bytes and those into floats with
 // byte_as_float; signed values carry an offset that is folded into one x-sum term.
@@ -16,9 +15,6 @@
 namespace akunu::cuda {
 
 // --- helpers -------------------------------------------------------------------------------
-
-// Bits 0..3 of x -> bit 4 of bytes 0..3 (the 5th bit of four quants).
-__device__ __forceinline__ uint32_t spread4_to_bit4(uint32_t x) { return ((x * 0x00204081u) & 0x01010101u) << 4; }
 
 __device__ __forceinline__ float dot4_bytes(uint32_t v, float4 x, float s) {
     return dot4(x, byte_as_float(v, 0), byte_as_float(v, 1), byte_as_float(v, 2), byte_as_float(v, 3), s);
@@ -38,54 +34,6 @@ __device__ __forceinline__ uint32_t iq4_lookup4(uint32_t n) {
     const uint32_t use_hi = ((n >> 3) & 0x01010101u) * 0xFFu;
     return (hi & use_hi) | (lo & ~use_hi);
 }
-
-// --- 32-element blocks ---------------------------------------------------------------------
-
-// Q5_0 / Q5_1: nibbles as Q4_0 plus bit e of the u32 qh.
-template <int kQh, int kQs>
-__device__ __forceinline__ void q5_quads(const uint8_t *blk, int i, uint32_t &a, uint32_t &b) {
-    const uint32_t qh = load_u32_a2(blk + kQh);
-    const uint32_t q = load_u32_a2(blk + kQs + 4 * i);
-    a = (q & 0x0F0F0F0Fu) | spread4_to_bit4((qh >> (4 * i)) & 0xFu);
-    b = ((q >> 4) & 0x0F0F0F0Fu) | spread4_to_bit4((qh >> (16 + 4 * i)) & 0xFu);
-}
-
-struct FmtQ5_0 {
-    static constexpr int kBlockBytes = sizeof(BlockQ5_0);
-    __device__ static float dot8(const uint8_t *blk, int i, float4 xa, float4 xb) {
-        uint32_t a, b;
-        q5_quads<2, 6>(blk, i, a, b);
-        return (dot4_bytes(b, xb, dot4_bytes(a, xa, 0.f)) - 16.f * (hsum4(xa) + hsum4(xb))) * load_f16(blk);
-    }
-    __device__ static void dequant_half(const uint8_t *blk, int h, float *out) {
-        const float d = load_f16(blk);
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            uint32_t a, b;
-            q5_quads<2, 6>(blk, i, a, b);
-            bytes_to_floats(h ? b : a, 16.f, d, 0.f, out + 4 * i);
-        }
-    }
-};
-
-struct FmtQ5_1 {
-    static constexpr int kBlockBytes = sizeof(BlockQ5_1);
-    __device__ static float dot8(const uint8_t *blk, int i, float4 xa, float4 xb) {
-        uint32_t a, b;
-        q5_quads<4, 8>(blk, i, a, b);
-        return dot4_bytes(b, xb, dot4_bytes(a, xa, 0.f)) * load_f16(blk) + (hsum4(xa) + hsum4(xb)) * load_f16(blk + 2);
-    }
-    __device__ static void dequant_half(const uint8_t *blk, int h, float *out) {
-        const float d = load_f16(blk), m = load_f16(blk + 2);
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            uint32_t a, b;
-            q5_quads<4, 8>(blk, i, a, b);
-            bytes_to_floats(h ? b : a, 0.f, d, -m, out + 4 * i);
-        }
-    }
-};
-
 
 // --- superblocks: (sb, j) = the superblock and a 32-element block in it --------------------
 // Each format: quads(sb, j, l) = unsigned quant bytes of elements 32j + l .. + 3 (l % 4 == 0),

@@ -298,6 +298,8 @@ void launch_gemm_q6_k_g8(const LaunchArgs &a) { launch_gemm_g8<G8FmtQ6_K>(a, "ge
 void launch_gemm_q5_k_g8(const LaunchArgs &a) { launch_gemm_g8<G8FmtQ5_K>(a, "gemm_q5_k_g8"); }
 void launch_gemm_iq4_nl_g8(const LaunchArgs &a) { launch_gemm_g8<G8FmtIQ4_NL>(a, "gemm_iq4_nl_g8"); }
 void launch_gemm_iq4_xs_g8(const LaunchArgs &a) { launch_gemm_g8<G8FmtIQ4_XS>(a, "gemm_iq4_xs_g8"); }
+void launch_gemm_q5_0_g8(const LaunchArgs &a) { launch_gemm_g8<G8FmtQ8_0>(a, "gemm_q5_0_g8"); }  // Q5_0 as Q8_0
+void launch_gemm_q5_1_g8(const LaunchArgs &a) { launch_gemm_g8<G8FmtQ5_1>(a, "gemm_q5_1_g8"); }
 #define AKUNU_DEFINE(lower, upper) \
     void launch_gemm_##lower(const LaunchArgs &a) { launch_gemm_rows<Fmt##upper>(a, "gemm_" #lower); }
 AKUNU_CUDA_KQUANT_FORMATS(AKUNU_DEFINE)
@@ -331,6 +333,8 @@ bool gemv_takes_q16_input(LaunchFn fn, const LaunchArgs &a, const float **row, u
     if (fn == launch_gemm_q5_k_g8) return takes_q16_input<G8FmtQ5_K>(a, row, len, norm_w);
     if (fn == launch_gemm_iq4_nl_g8) return takes_q16_input<G8FmtIQ4_NL>(a, row, len, norm_w);
     if (fn == launch_gemm_iq4_xs_g8) return takes_q16_input<G8FmtIQ4_XS>(a, row, len, norm_w);
+    if (fn == launch_gemm_q5_0_g8) return takes_q16_input<G8FmtQ8_0>(a, row, len, norm_w);
+    if (fn == launch_gemm_q5_1_g8) return takes_q16_input<G8FmtQ5_1>(a, row, len, norm_w);
     return false;
 }
 

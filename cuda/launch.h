@@ -92,6 +92,8 @@ void launch_embedding_q6_k_g8(const LaunchArgs &);
 void launch_embedding_q5_k_g8(const LaunchArgs &);
 void launch_embedding_iq4_nl_g8(const LaunchArgs &);
 void launch_embedding_iq4_xs_g8(const LaunchArgs &);
+void launch_embedding_q5_0_g8(const LaunchArgs &);
+void launch_embedding_q5_1_g8(const LaunchArgs &);
 void launch_gemm_f32(const LaunchArgs &);
 void launch_gemm_f16(const LaunchArgs &);
 void launch_gemm_bf16(const LaunchArgs &);
@@ -103,9 +105,11 @@ void launch_gemm_q6_k_g8(const LaunchArgs &);
 void launch_gemm_q5_k_g8(const LaunchArgs &);
 void launch_gemm_iq4_nl_g8(const LaunchArgs &);
 void launch_gemm_iq4_xs_g8(const LaunchArgs &);
+void launch_gemm_q5_0_g8(const LaunchArgs &);
+void launch_gemm_q5_1_g8(const LaunchArgs &);
 // The group-scaled dtypes read as stored (cuda/formats_kquant.cuh): X(kernel-name suffix, Fmt suffix / DType).
 #define AKUNU_CUDA_KQUANT_FORMATS(X) \
-    X(q5_0, Q5_0) X(q5_1, Q5_1) X(q2_k, Q2_K) X(q3_k, Q3_K)
+    X(q2_k, Q2_K) X(q3_k, Q3_K)
 #define AKUNU_DECLARE(lower, upper) \
     void launch_gemm_##lower(const LaunchArgs &); \
     void launch_embedding_##lower(const LaunchArgs &);

@@ -57,5 +57,8 @@ using G8Q6_K = G8Layout<8, 32>;  // f32 d·sc of elements 0..15 and of 16..31; 3
 using G8Q5_K = G8Layout<8, 32>;  // f32 d·sc, f32 -(dmin·m); 32 bytes of 5-bit quants (10 bits a weight)
 using G8IQ4_XS = G8Layout<4, 16>;  // f32 d·(ls - 32); 16 bytes of nibbles (indices into kIQ4Values)
 using G8IQ4_NL = G8Layout<2, 16>;  // d (f16), 16 bytes of nibbles: the file's block, as Q4_0's
+// Q5_0 / Q5_1: a 5-bit quant a byte (the 32-bit qh spread out), factors as stored. Q5_0 then is
+// Q8_0 exactly (int8 q - 16, f16 d: G8Q8_0); Q5_1 unsigned bytes with Q4_1's factors.
+using G8Q5_1 = G8Layout<4, 32>;  // d, m (f16), 32 bytes of 5-bit quants
 
 }  // namespace akunu::cuda

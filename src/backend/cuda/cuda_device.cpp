@@ -28,9 +28,8 @@ void check(cudaError_t e, const char *what) {
     if (e != cudaSuccess) throw AkunuError(std::string("CUDA ") + what + " failed: " + cudaGetErrorString(e));
 }
 
-// Q4_0 / Q4_1 / Q8_0 / IQ4_NL, Q4_K / Q5_K / Q6_K and IQ4_XS are repacked at load into the g8
-// layout (cuda/layout_g8.h: 16-byte aligned quants, one load per block); Q5_0 / Q5_1 / Q2_K / Q3_K
-// and the float formats are read as stored.
+// Every quantized format but Q2_K / Q3_K is repacked at load into the g8 layout (cuda/layout_g8.h:
+// 16-byte aligned quants, one load per block); those two and the float formats are read as stored.
 template <DType T> size_t g8_matrix_bytes(size_t rows, size_t cols) { return g8_bytes(T, rows, cols); }
 template <DType T> void g8_matrix_repack(const void *src, void *dst, size_t rows, size_t cols) {
     g8_repack(T, src, dst, rows, cols);
@@ -49,7 +48,7 @@ const DTypeDescriptor kCudaDTypes[] = {
     {DType::Q4_1, "gemm_q4_1_g8", "embedding_q4_1_g8", nullptr, nullptr, g8_matrix_bytes<DType::Q4_1>,
      g8_matrix_repack<DType::Q4_1>, kG8Rows, true},
     // The superblock formats: g8 blocks with f32 factors (cuda/layout_g8.h; more bytes than the
-    // file's rows). IQ4_NL: the file's blocks, regrouped as Q4_0's.
+    // file's rows). IQ4_NL: the file's blocks, regrouped as Q4_0's. Q5_0 / Q5_1: a byte a quant.
     {DType::Q4_K, "gemm_q4_k_g8", "embedding_q4_k_g8", nullptr, nullptr, g8_matrix_bytes<DType::Q4_K>,
      g8_matrix_repack<DType::Q4_K>, kG8Rows, true},
     {DType::Q6_K, "gemm_q6_k_g8", "embedding_q6_k_g8", nullptr, nullptr, g8_matrix_bytes<DType::Q6_K>,
@@ -60,6 +59,10 @@ const DTypeDescriptor kCudaDTypes[] = {
      g8_matrix_repack<DType::IQ4_XS>, kG8Rows, true},
     {DType::IQ4_NL, "gemm_iq4_nl_g8", "embedding_iq4_nl_g8", nullptr, nullptr, g8_matrix_bytes<DType::IQ4_NL>,
      g8_matrix_repack<DType::IQ4_NL>, kG8Rows, true},
+    {DType::Q5_0, "gemm_q5_0_g8", "embedding_q5_0_g8", nullptr, nullptr, g8_matrix_bytes<DType::Q5_0>,
+     g8_matrix_repack<DType::Q5_0>, kG8Rows, true},
+    {DType::Q5_1, "gemm_q5_1_g8", "embedding_q5_1_g8", nullptr, nullptr, g8_matrix_bytes<DType::Q5_1>,
+     g8_matrix_repack<DType::Q5_1>, kG8Rows, true},
     // The other group-scaled dtypes, read as stored.
 #define AKUNU_ENTRY(lower, upper) {DType::upper, "gemm_" #lower, "embedding_" #lower, nullptr, nullptr},
     AKUNU_CUDA_KQUANT_FORMATS(AKUNU_ENTRY)

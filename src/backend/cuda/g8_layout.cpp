@@ -110,6 +110,37 @@ struct IQ4XSBlocks {
     }
 };
 
+// Q5_0 / Q5_1: the 5th bits spread into one byte a quant (Q5_0: int8 q - 16, so Q8_0's block;
+// Q5_1: unsigned), the f16 factors as stored.
+template <class Block, int kOffset>
+void q5_block(const Block &b, uint8_t *scales, uint8_t *quants) {
+    std::memcpy(scales, &b, sizeof(Block) - 20);  // d (Q5_0), d and m (Q5_1): the fields before qh
+    uint32_t qh;
+    std::memcpy(&qh, b.qh, 4);
+    for (int j = 0; j < 16; ++j) {
+        quants[j] = (uint8_t)(int8_t)(((b.qs[j] & 15) | ((qh >> j) & 1) << 4) - kOffset);
+        quants[j + 16] = (uint8_t)(int8_t)(((b.qs[j] >> 4) | ((qh >> (j + 16)) & 1) << 4) - kOffset);
+    }
+}
+
+template <class Block, class Layout, int kOffset>
+void repack_q5(const uint8_t *src, uint8_t *dst, size_t rows, size_t cols) {
+    static_assert(sizeof(Block) - 20 == Layout::kScaleBytes && Layout::kQuantBytes == 32, "factors as stored, a byte a quant");
+    const uint32_t K = (uint32_t)cols, nb = K / 32;
+    const size_t row_bytes = (size_t)nb * sizeof(Block), group_bytes = Layout::group_bytes(K);
+    const size_t groups = (rows + kG8Rows - 1) / kG8Rows;
+    for (size_t g = 0; g < groups; ++g) {
+        uint8_t *grp = dst + g * group_bytes;
+        if ((g + 1) * kG8Rows > rows) std::memset(grp, 0, group_bytes);  // padding rows: d = 0
+        for (uint32_t r = 0; r < kG8Rows && g * kG8Rows + r < rows; ++r)
+            for (uint32_t kb = 0; kb < nb; ++kb) {
+                Block b;
+                std::memcpy(&b, src + (g * kG8Rows + r) * row_bytes + (size_t)kb * sizeof(Block), sizeof(Block));
+                q5_block<Block, kOffset>(b, grp + Layout::scale_offset(kb, r), grp + Layout::quant_offset(K, kb, r));
+            }
+    }
+}
+
 template <class F>
 void repack_superblocks(const uint8_t *src, uint8_t *dst, size_t rows, size_t cols) {
     using Layout = typename F::Layout;
@@ -148,6 +179,8 @@ size_t g8_bytes(DType t, size_t rows, size_t cols) {
         case DType::Q5_K: return groups * G8Q5_K::group_bytes((uint32_t)cols);
         case DType::IQ4_XS: return groups * G8IQ4_XS::group_bytes((uint32_t)cols);
         case DType::IQ4_NL: return groups * G8IQ4_NL::group_bytes((uint32_t)cols);
+        case DType::Q5_0: return groups * G8Q8_0::group_bytes((uint32_t)cols);
+        case DType::Q5_1: return groups * G8Q5_1::group_bytes((uint32_t)cols);
         default: throw AkunuError("internal: no g8 layout for this dtype");
     }
 }
@@ -165,6 +198,8 @@ void g8_repack(DType t, const void *src, void *dst, size_t rows, size_t cols) {
         case DType::Q5_K: return repack_superblocks<Q5KBlocks>(s, d, rows, cols);
         case DType::IQ4_XS: return repack_superblocks<IQ4XSBlocks>(s, d, rows, cols);
         case DType::IQ4_NL: return repack_blocks<BlockIQ4_NL, G8IQ4_NL>(s, d, rows, cols);
+        case DType::Q5_0: return repack_q5<BlockQ5_0, G8Q8_0, 16>(s, d, rows, cols);
+        case DType::Q5_1: return repack_q5<BlockQ5_1, G8Q5_1, 0>(s, d, rows, cols);
         default: throw AkunuError("internal: no g8 layout for this dtype");
     }
 }

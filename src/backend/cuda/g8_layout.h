@@ -1,5 +1,5 @@
-// Load-time repack of Q4_0 / Q4_1 / Q8_0 / IQ4_NL / Q4_K / Q5_K / Q6_K / IQ4_XS matrices into the
-// CUDA "g8" layout (cuda/layout_g8.h), in the shape DTypeDescriptor::repacked_bytes / repack expect.
+// Load-time repack of every quantized format but Q2_K / Q3_K into the CUDA "g8" layout
+// (cuda/layout_g8.h), in the shape DTypeDescriptor::repacked_bytes / repack expect.
 #pragma once
 #include <cstddef>
 

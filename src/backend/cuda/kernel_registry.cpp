@@ -25,6 +25,8 @@ const KernelEntry kKernels[] = {
     {"embedding_q5_k_g8", launch_embedding_q5_k_g8},
     {"embedding_iq4_nl_g8", launch_embedding_iq4_nl_g8},
     {"embedding_iq4_xs_g8", launch_embedding_iq4_xs_g8},
+    {"embedding_q5_0_g8", launch_embedding_q5_0_g8},
+    {"embedding_q5_1_g8", launch_embedding_q5_1_g8},
     {"gemm_f32", launch_gemm_f32},
     {"gemm_f16", launch_gemm_f16},
     {"gemm_bf16", launch_gemm_bf16},
@@ -36,6 +38,8 @@ const KernelEntry kKernels[] = {
     {"gemm_q5_k_g8", launch_gemm_q5_k_g8},
     {"gemm_iq4_nl_g8", launch_gemm_iq4_nl_g8},
     {"gemm_iq4_xs_g8", launch_gemm_iq4_xs_g8},
+    {"gemm_q5_0_g8", launch_gemm_q5_0_g8},
+    {"gemm_q5_1_g8", launch_gemm_q5_1_g8},
 #define AKUNU_ENTRIES(lower, upper) {"gemm_" #lower, launch_gemm_##lower}, {"embedding_" #lower, launch_embedding_##lower},
     AKUNU_CUDA_KQUANT_FORMATS(AKUNU_ENTRIES)
 #undef AKUNU_ENTRIES

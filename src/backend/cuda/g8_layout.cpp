@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "backend/cpu/quant_kernels.h"
 #include "core/errors.h"
 #include "core/kquant_blocks.h"
 #include "core/quant_blocks.h"
@@ -33,23 +34,8 @@ void repack_blocks(const uint8_t *src, uint8_t *dst, size_t rows, size_t cols) {
     }
 }
 
-// f16 bits -> f32, exact (the host has no half type to lean on).
-float half_to_float(uint16_t h) {
-    const uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 31, mant = h & 1023;
-    uint32_t bits;
-    if (exp == 31) {
-        bits = sign | 0x7F800000u | (mant << 13);  // inf / NaN
-    } else if (exp != 0) {
-        bits = sign | ((exp + 112) << 23) | (mant << 13);
-    } else {  // zero or subnormal: mant x 2^-24, exact in f32
-        float v = (float)mant * 5.9604644775390625e-8f;
-        std::memcpy(&bits, &v, 4);
-        bits |= sign;
-    }
-    float f;
-    std::memcpy(&f, &bits, 4);
-    return f;
-}
+// f16 bits -> f32, exact: the CPU backend's conversion.
+using akunu::cpu::fp16_to_f32;
 
 // The superblock formats: each 32-element block j of a superblock becomes a g8 block whose f32
 // factors are the products gguf-py's dequantize forms (d * sc, dmin * m; d * sc per 16), so
@@ -61,8 +47,8 @@ struct Q4KBlocks {
     static void block(const BlockQ4_K &b, int j, float *factors, uint8_t *quants) {
         int sc, m;
         kquant_scale_min(b.scales, j, &sc, &m);
-        factors[0] = half_to_float(b.d) * (float)sc;
-        factors[1] = -(half_to_float(b.dmin) * (float)m);
+        factors[0] = fp16_to_f32(b.d) * (float)sc;
+        factors[1] = -(fp16_to_f32(b.dmin) * (float)m);
         const uint8_t *qs = b.qs + 32 * (j / 2);  // element l of block j: nibble j % 2 of qs[l]
         const int shift = 4 * (j % 2);
         for (int i = 0; i < 16; ++i)
@@ -74,7 +60,7 @@ struct Q6KBlocks {
     using Layout = G8Q6_K;
     // Block j: factors {d sc_2j, d sc_2j+1}, quants q - 32 as int8 in element order.
     static void block(const BlockQ6_K &b, int j, float *factors, uint8_t *quants) {
-        const float d = half_to_float(b.d);
+        const float d = fp16_to_f32(b.d);
         factors[0] = d * (float)b.scales[2 * j];
         factors[1] = d * (float)b.scales[2 * j + 1];
         for (int l = 0; l < 32; ++l) {
@@ -93,8 +79,8 @@ struct Q5KBlocks {
     static void block(const BlockQ5_K &b, int j, float *factors, uint8_t *quants) {
         int sc, m;
         kquant_scale_min(b.scales, j, &sc, &m);
-        factors[0] = half_to_float(b.d) * (float)sc;
-        factors[1] = -(half_to_float(b.dmin) * (float)m);
+        factors[0] = fp16_to_f32(b.d) * (float)sc;
+        factors[1] = -(fp16_to_f32(b.dmin) * (float)m);
         for (int l = 0; l < 32; ++l)  // nibble j % 2 of qs[32 (j / 2) + l], 5th bit: bit j of qh[l]
             quants[l] = (uint8_t)(((b.qs[32 * (j / 2) + l] >> (4 * (j % 2))) & 15) | ((b.qh[l] >> j) & 1) << 4);
     }
@@ -105,7 +91,7 @@ struct IQ4XSBlocks {
     // Block j: factor d (ls_j - 32), its 16 nibble bytes as stored (Q4_0's order).
     static void block(const BlockIQ4_XS &b, int j, float *factors, uint8_t *quants) {
         const int ls = ((b.scales_l[j / 2] >> (4 * (j % 2))) & 15) | ((b.scales_h >> (2 * j)) & 3) << 4;
-        factors[0] = half_to_float(b.d) * (float)(ls - 32);
+        factors[0] = fp16_to_f32(b.d) * (float)(ls - 32);
         std::memcpy(quants, b.qs + 16 * j, 16);
     }
 };

@@ -335,92 +335,61 @@ struct G8FmtQ6_K {
     }
 };
 
-// Q5_K: blocks of 32 unsigned 5-bit quants (one byte each) with f32 D = d sc, Mn = -(dmin m).
-struct G8FmtQ5_K {
-    using Layout = G8Q5_K;
+// Q5_K and Q5_1: 32 unsigned 5-bit quants a block, one byte each, and a factor pair (d, m) with
+// value = d u + m: Q5_K's f32 products d sc and -(dmin m) (8 bytes), Q5_1's f16 d and m as stored (4).
+// (Q5_0 runs as G8FmtQ8_0: layout_g8.h.)
+template <class L>
+struct G8FmtU5 {
+    using Layout = L;
     static constexpr bool kNeedsXSum = true;
-    using Raw = G8RawT<2>;
-    __device__ static float block_dot(const G8Block<2, 2> &b, const float *x, float x_sum) {
+    static constexpr int kScaleWords = L::kScaleBytes / 4;
+    using Raw = G8RawT<kScaleWords>;
+    using Scales = decltype(Raw::scales);
+    __device__ static float2 factors(Scales s) {
+        if constexpr (kScaleWords == 2) return make_float2(__uint_as_float(s.x), __uint_as_float(s.y));
+        else return make_float2(half_lo(s), half_hi(s));
+    }
+    __device__ static float block_dot(const G8Block<2, kScaleWords> &b, const float *x, float x_sum) {
         const uint32_t w[8] = {b.q[0].x, b.q[0].y, b.q[0].z, b.q[0].w, b.q[1].x, b.q[1].y, b.q[1].z, b.q[1].w};
         float s = 0.f;
 #pragma unroll
         for (int i = 0; i < 8; ++i)
 #pragma unroll
             for (int k = 0; k < 4; ++k) s = fmaf(byte_minus(w[i], k, 8388608.0f), x[4 * i + k], s);
-        return fmaf(s, __uint_as_float(b.scales.x), __uint_as_float(b.scales.y) * x_sum);
+        const float2 f = factors(b.scales);
+        return fmaf(s, f.x, f.y * x_sum);
     }
-    __device__ static float block_dot_q16(const G8Block<2, 2> &b, const int *xw, float x_scale, int xq_sum) {
+    __device__ static float block_dot_q16(const G8Block<2, kScaleWords> &b, const int *xw, float x_scale, int xq_sum) {
         const uint32_t w[8] = {b.q[0].x, b.q[0].y, b.q[0].z, b.q[0].w, b.q[1].x, b.q[1].y, b.q[1].z, b.q[1].w};
         int s = 0;
 #pragma unroll
         for (int i = 0; i < 8; ++i) s = dp2a_word(xw, i, w[i], s);  // bytes 0..31: signed and unsigned alike
-        return fmaf((float)s, __uint_as_float(b.scales.x), __uint_as_float(b.scales.y) * (float)xq_sum) * x_scale;
+        const float2 f = factors(b.scales);
+        return fmaf((float)s, f.x, f.y * (float)xq_sum) * x_scale;
     }
     __device__ static Raw raw(const uint8_t *grp, uint32_t K, uint32_t kb, uint32_t r, int h) {
-        return {__ldg(reinterpret_cast<const uint4 *>(grp + Layout::quant_offset(K, kb, r)) + h),
-                __ldg(reinterpret_cast<const uint2 *>(grp + Layout::scale_offset(kb, r)))};
+        return {__ldg(reinterpret_cast<const uint4 *>(grp + L::quant_offset(K, kb, r)) + h),
+                __ldg(reinterpret_cast<const Scales *>(grp + L::scale_offset(kb, r)))};
     }
     __device__ static void to_half(const Raw &v, int, uint32_t *out) {
-        const __half2 d2 = __float2half2_rn(__uint_as_float(v.scales.x)), m2 = __float2half2_rn(__uint_as_float(v.scales.y));
-        const __half2 sub = __float2half2_rn(1024.f);
+        const float2 f = factors(v.scales);
+        const __half2 d2 = __float2half2_rn(f.x), m2 = __float2half2_rn(f.y), sub = __float2half2_rn(1024.f);
         const uint32_t w[4] = {v.q.x, v.q.y, v.q.z, v.q.w};
 #pragma unroll
         for (int i = 0; i < 4; ++i) bytes_to_half(w[i], sub, d2, m2, out + 2 * i);
     }
-    // D u + Mn rounded twice, as gguf-py's (d sc) q - dmin m.
+    // d u + m rounded twice, as gguf-py's (Q5_K: (d sc) q - dmin m).
     __device__ static void to_float(const Raw &v, int, float *out) {
-        const float d = __uint_as_float(v.scales.x), mn = __uint_as_float(v.scales.y);
+        const float2 f = factors(v.scales);
         const uint32_t w[4] = {v.q.x, v.q.y, v.q.z, v.q.w};
 #pragma unroll
         for (int i = 0; i < 4; ++i)
 #pragma unroll
-            for (int b = 0; b < 4; ++b) out[4 * i + b] = __fadd_rn(__fmul_rn(byte_minus(w[i], b, 8388608.0f), d), mn);
+            for (int b = 0; b < 4; ++b) out[4 * i + b] = __fadd_rn(__fmul_rn(byte_minus(w[i], b, 8388608.0f), f.x), f.y);
     }
 };
-
-// Q5_1: 32 unsigned 5-bit quants (a byte each) with the file's f16 d and m: value = d u + m.
-// (Q5_0 runs as G8FmtQ8_0: layout_g8.h.)
-struct G8FmtQ5_1 {
-    using Layout = G8Q5_1;
-    static constexpr bool kNeedsXSum = true;
-    using Raw = G8Raw;
-    __device__ static float block_dot(const G8Block<2> &b, const float *x, float x_sum) {
-        const uint32_t w[8] = {b.q[0].x, b.q[0].y, b.q[0].z, b.q[0].w, b.q[1].x, b.q[1].y, b.q[1].z, b.q[1].w};
-        float s = 0.f;
-#pragma unroll
-        for (int i = 0; i < 8; ++i)
-#pragma unroll
-            for (int k = 0; k < 4; ++k) s = fmaf(byte_minus(w[i], k, 8388608.0f), x[4 * i + k], s);
-        return fmaf(s, half_lo(b.scales), half_hi(b.scales) * x_sum);
-    }
-    __device__ static float block_dot_q16(const G8Block<2> &b, const int *xw, float x_scale, int xq_sum) {
-        const uint32_t w[8] = {b.q[0].x, b.q[0].y, b.q[0].z, b.q[0].w, b.q[1].x, b.q[1].y, b.q[1].z, b.q[1].w};
-        int s = 0;
-#pragma unroll
-        for (int i = 0; i < 8; ++i) s = dp2a_word(xw, i, w[i], s);
-        return fmaf((float)s, half_lo(b.scales), half_hi(b.scales) * (float)xq_sum) * x_scale;
-    }
-    __device__ static Raw raw(const uint8_t *grp, uint32_t K, uint32_t kb, uint32_t r, int h) {
-        return {__ldg(reinterpret_cast<const uint4 *>(grp + Layout::quant_offset(K, kb, r)) + h),
-                __ldg(reinterpret_cast<const uint32_t *>(grp + Layout::scale_offset(kb, r)))};
-    }
-    __device__ static void to_half(const Raw &v, int, uint32_t *out) {
-        const __half2 both = *reinterpret_cast<const __half2 *>(&v.scales);
-        const __half2 d2 = __low2half2(both), m2 = __high2half2(both), sub = __float2half2_rn(1024.f);
-        const uint32_t w[4] = {v.q.x, v.q.y, v.q.z, v.q.w};
-#pragma unroll
-        for (int i = 0; i < 4; ++i) bytes_to_half(w[i], sub, d2, m2, out + 2 * i);
-    }
-    // d u + m rounded twice, as gguf-py's.
-    __device__ static void to_float(const Raw &v, int, float *out) {
-        const float d = half_lo(v.scales), m = half_hi(v.scales);
-        const uint32_t w[4] = {v.q.x, v.q.y, v.q.z, v.q.w};
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-#pragma unroll
-            for (int b = 0; b < 4; ++b) out[4 * i + b] = __fadd_rn(__fmul_rn(byte_minus(w[i], b, 8388608.0f), d), m);
-    }
-};
+using G8FmtQ5_K = G8FmtU5<G8Q5_K>;
+using G8FmtQ5_1 = G8FmtU5<G8Q5_1>;
 
 // IQ4_NL (f16 d, the file's block) and IQ4_XS (f32 d (ls - 32) per block of 32): nibbles index
 // kIQ4Values; iq4_lookup4 turns four into value + 128, and flipping the sign bits into the signed

@@ -36,7 +36,7 @@ def random_matrix(rng, rows, cols, qtype):
     raw = rng.integers(0, 256, size=(rows, n_blocks, nbytes), dtype=np.uint8)
     # Where each format keeps its f16 factors (d; Q4_1 m; the K-quants' d, dmin), set to sane values
     # so that random weights make finite activations (speed does not depend on them).
-    d_at = {QT.Q4_K: (0, 2), QT.Q6_K: (208,)}.get(qtype, (0,))
+    d_at = {QT.Q4_K: (0, 2), QT.Q5_K: (0, 2), QT.Q6_K: (208,)}.get(qtype, (0,))
     for at in d_at:
         raw[:, :, at:at + 2] = np.full((rows, n_blocks), 0.02 / 256 if block == 256 else 0.02 / 8,
                                        dtype=np.float16).view(np.uint8).reshape(rows, n_blocks, 2)

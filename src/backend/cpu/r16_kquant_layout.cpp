@@ -580,10 +580,8 @@ void tile(const uint8_t *group, const uint8_t *x, size_t x_row_bytes, int64_t nb
     for (int m = 0; m < RM; ++m) out[m] = acc[m];
 }
 
-using TileFn = void (*)(const uint8_t *, const uint8_t *, size_t, int64_t, __m512 *);
-
 template <DType T> struct TileTable {
-    TileFn fn[kTileM];
+    R16TileFn fn[kTileM];
     template <int RM> constexpr void fill() {
         fn[RM - 1] = &tile<T, RM>;
         if constexpr (RM > 1) fill<RM - 1>();
@@ -593,18 +591,7 @@ template <DType T> struct TileTable {
 
 template <DType T> void gemm_matrix_rows(const GemmArgs &a, int64_t n_begin, int64_t n_end) {
     static constexpr TileTable<T> table{};
-    const int64_t nb = a.K / Geom<T>::kElems;
-    for_each_group_tile<kRows, kTileM>(
-        a, n_begin, n_end, [&](const uint8_t *group, int64_t m, int rm, int64_t row0, int lo, int hi) {
-            __m512 out[kTileM];
-            table.fn[rm - 1](group, a.x + (size_t)m * a.x_row_bytes, a.x_row_bytes, nb, out);
-            const __mmask16 keep = (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
-            for (int i = 0; i < rm; ++i) {
-                float *y = a.y + (size_t)(m + i) * a.y_stride + row0;
-                const __m512 v = a.accumulate ? _mm512_add_ps(_mm512_maskz_loadu_ps(keep, y), out[i]) : out[i];
-                _mm512_mask_storeu_ps(y, keep, v);
-            }
-        });
+    r16_gemm_rows<kTileM>(a, n_begin, n_end, a.K / Geom<T>::kElems, table.fn);
 }
 
 }  // namespace

@@ -205,8 +205,6 @@ void tile_r16(const uint8_t *group, const uint8_t *x, size_t x_row_bytes, int64_
     for (int m = 0; m < RM; ++m) out[m] = acc[m];
 }
 
-using R16TileFn = void (*)(const uint8_t *, const uint8_t *, size_t, int64_t, __m512 *);
-
 template <DType T> struct R16TileTable {
     R16TileFn fn[kR16TileM];
     template <int RM> constexpr void fill() {
@@ -218,18 +216,7 @@ template <DType T> struct R16TileTable {
 
 template <DType T> void gemm_rows_r16(const GemmArgs &a, int64_t n_begin, int64_t n_end) {
     static constexpr R16TileTable<T> table{};
-    const int64_t nb = a.K / QK_ACT;
-    for_each_group_tile<kR16Rows, kR16TileM>(
-        a, n_begin, n_end, [&](const uint8_t *group, int64_t m, int rm, int64_t row0, int lo, int hi) {
-            __m512 out[kR16TileM];
-            table.fn[rm - 1](group, a.x + (size_t)m * a.x_row_bytes, a.x_row_bytes, nb, out);
-            const __mmask16 keep = (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
-            for (int i = 0; i < rm; ++i) {
-                float *y = a.y + (size_t)(m + i) * a.y_stride + row0;
-                const __m512 v = a.accumulate ? _mm512_add_ps(_mm512_maskz_loadu_ps(keep, y), out[i]) : out[i];
-                _mm512_mask_storeu_ps(y, keep, v);
-            }
-        });
+    r16_gemm_rows<kR16TileM>(a, n_begin, n_end, a.K / QK_ACT, table.fn);
 }
 
 constexpr float kQ8x2Max = 16383.0f;  // q = 128 * hi + lo must keep hi within int8

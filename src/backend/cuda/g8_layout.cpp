@@ -40,15 +40,20 @@ using akunu::cpu::fp16_to_f32;
 // The superblock formats: each 32-element block j of a superblock becomes a g8 block whose f32
 // factors are the products gguf-py's dequantize forms (d * sc, dmin * m; d * sc per 16), so
 // dequantizing a g8 block reproduces gguf-py's values bit for bit.
+// Q4_K / Q5_K block j's factors: d sc_j and -(dmin m_j).
+template <class Super> void scale_min_factors(const Super &b, int j, float *factors) {
+    int sc, m;
+    kquant_scale_min(b.scales, j, &sc, &m);
+    factors[0] = fp16_to_f32(b.d) * (float)sc;
+    factors[1] = -(fp16_to_f32(b.dmin) * (float)m);
+}
+
 struct Q4KBlocks {
     using Super = BlockQ4_K;
     using Layout = G8Q4_K;
     // Block j: factors {d sc_j, -(dmin m_j)}, quants in Q4_0's nibble order (byte i: elements i, 16 + i).
     static void block(const BlockQ4_K &b, int j, float *factors, uint8_t *quants) {
-        int sc, m;
-        kquant_scale_min(b.scales, j, &sc, &m);
-        factors[0] = fp16_to_f32(b.d) * (float)sc;
-        factors[1] = -(fp16_to_f32(b.dmin) * (float)m);
+        scale_min_factors(b, j, factors);
         const uint8_t *qs = b.qs + 32 * (j / 2);  // element l of block j: nibble j % 2 of qs[l]
         const int shift = 4 * (j % 2);
         for (int i = 0; i < 16; ++i)
@@ -77,10 +82,7 @@ struct Q5KBlocks {
     using Layout = G8Q5_K;
     // Block j: factors {d sc_j, -(dmin m_j)}, quants the 5-bit u in element order.
     static void block(const BlockQ5_K &b, int j, float *factors, uint8_t *quants) {
-        int sc, m;
-        kquant_scale_min(b.scales, j, &sc, &m);
-        factors[0] = fp16_to_f32(b.d) * (float)sc;
-        factors[1] = -(fp16_to_f32(b.dmin) * (float)m);
+        scale_min_factors(b, j, factors);
         for (int l = 0; l < 32; ++l)  // nibble j % 2 of qs[32 (j / 2) + l], 5th bit: bit j of qh[l]
             quants[l] = (uint8_t)(((b.qs[32 * (j / 2) + l] >> (4 * (j % 2))) & 15) | ((b.qh[l] >> j) & 1) << 4);
     }

@@ -12,26 +12,35 @@ namespace akunu::cuda {
 
 namespace {
 
+// The loop every g8 repack shares: for each row r of each 8-row group and each 32-element block
+// kb, fill(row, kb, scales, quants) writes the block's factor and quant bytes (row: the row's
+// file bytes, src_row_bytes long). Padding rows of the last group stay zero (factors 0).
+template <class Layout, class Fill>
+void repack_groups(const uint8_t *src, uint8_t *dst, size_t rows, size_t cols, size_t src_row_bytes, Fill fill) {
+    const uint32_t K = (uint32_t)cols, nb = K / 32;
+    const size_t group_bytes = Layout::group_bytes(K), groups = (rows + kG8Rows - 1) / kG8Rows;
+    for (size_t g = 0; g < groups; ++g) {
+        uint8_t *grp = dst + g * group_bytes;
+        if ((g + 1) * kG8Rows > rows) std::memset(grp, 0, group_bytes);
+        for (uint32_t r = 0; r < kG8Rows && g * kG8Rows + r < rows; ++r) {
+            const uint8_t *row = src + (g * kG8Rows + r) * src_row_bytes;
+            for (uint32_t kb = 0; kb < nb; ++kb)
+                fill(row, kb, grp + Layout::scale_offset(kb, r), grp + Layout::quant_offset(K, kb, r));
+        }
+    }
+}
+
 // Block -> (scale bytes, quant bytes) of the g8 layout. The scale bytes are the block's leading
 // f16 fields (d, or d and m), the quant bytes its qs: both copied unchanged.
 template <class Block, class Layout>
 void repack_blocks(const uint8_t *src, uint8_t *dst, size_t rows, size_t cols) {
     static_assert(sizeof(Block) == Layout::kScaleBytes + Layout::kQuantBytes, "block = scales + quants");
-    const uint32_t K = (uint32_t)cols, nb = K / 32;
-    const size_t row_bytes = (size_t)nb * sizeof(Block), group_bytes = Layout::group_bytes(K);
-    const size_t groups = (rows + kG8Rows - 1) / kG8Rows;
-    for (size_t g = 0; g < groups; ++g) {
-        uint8_t *grp = dst + g * group_bytes;
-        if ((g + 1) * kG8Rows > rows) std::memset(grp, 0, group_bytes);  // padding rows: d = 0
-        for (uint32_t r = 0; r < kG8Rows && g * kG8Rows + r < rows; ++r) {
-            const uint8_t *row = src + (g * kG8Rows + r) * row_bytes;
-            for (uint32_t kb = 0; kb < nb; ++kb) {
-                const uint8_t *blk = row + (size_t)kb * sizeof(Block);
-                std::memcpy(grp + Layout::scale_offset(kb, r), blk, Layout::kScaleBytes);
-                std::memcpy(grp + Layout::quant_offset(K, kb, r), blk + Layout::kScaleBytes, Layout::kQuantBytes);
-            }
-        }
-    }
+    repack_groups<Layout>(src, dst, rows, cols, cols / 32 * sizeof(Block),
+                          [](const uint8_t *row, uint32_t kb, uint8_t *scales, uint8_t *quants) {
+                              const uint8_t *blk = row + (size_t)kb * sizeof(Block);
+                              std::memcpy(scales, blk, Layout::kScaleBytes);
+                              std::memcpy(quants, blk + Layout::kScaleBytes, Layout::kQuantBytes);
+                          });
 }
 
 // f16 bits -> f32, exact: the CPU backend's conversion.
@@ -114,44 +123,27 @@ void q5_block(const Block &b, uint8_t *scales, uint8_t *quants) {
 template <class Block, class Layout, int kOffset>
 void repack_q5(const uint8_t *src, uint8_t *dst, size_t rows, size_t cols) {
     static_assert(sizeof(Block) - 20 == Layout::kScaleBytes && Layout::kQuantBytes == 32, "factors as stored, a byte a quant");
-    const uint32_t K = (uint32_t)cols, nb = K / 32;
-    const size_t row_bytes = (size_t)nb * sizeof(Block), group_bytes = Layout::group_bytes(K);
-    const size_t groups = (rows + kG8Rows - 1) / kG8Rows;
-    for (size_t g = 0; g < groups; ++g) {
-        uint8_t *grp = dst + g * group_bytes;
-        if ((g + 1) * kG8Rows > rows) std::memset(grp, 0, group_bytes);  // padding rows: d = 0
-        for (uint32_t r = 0; r < kG8Rows && g * kG8Rows + r < rows; ++r)
-            for (uint32_t kb = 0; kb < nb; ++kb) {
-                Block b;
-                std::memcpy(&b, src + (g * kG8Rows + r) * row_bytes + (size_t)kb * sizeof(Block), sizeof(Block));
-                q5_block<Block, kOffset>(b, grp + Layout::scale_offset(kb, r), grp + Layout::quant_offset(K, kb, r));
-            }
-    }
+    repack_groups<Layout>(src, dst, rows, cols, cols / 32 * sizeof(Block),
+                          [](const uint8_t *row, uint32_t kb, uint8_t *scales, uint8_t *quants) {
+                              Block b;
+                              std::memcpy(&b, row + (size_t)kb * sizeof(Block), sizeof(Block));
+                              q5_block<Block, kOffset>(b, scales, quants);
+                          });
 }
 
 template <class F>
 void repack_superblocks(const uint8_t *src, uint8_t *dst, size_t rows, size_t cols) {
     using Layout = typename F::Layout;
+    using Super = typename F::Super;
     static_assert(Layout::kScaleBytes % 4 == 0, "f32 factors");
-    const uint32_t K = (uint32_t)cols, nb = K / 32;
-    const size_t row_bytes = (size_t)(K / QK_K) * sizeof(typename F::Super), group_bytes = Layout::group_bytes(K);
-    const size_t groups = (rows + kG8Rows - 1) / kG8Rows;
-    for (size_t g = 0; g < groups; ++g) {
-        uint8_t *grp = dst + g * group_bytes;
-        if ((g + 1) * kG8Rows > rows) std::memset(grp, 0, group_bytes);  // padding rows: factors 0
-        for (uint32_t r = 0; r < kG8Rows && g * kG8Rows + r < rows; ++r) {
-            const uint8_t *row = src + (g * kG8Rows + r) * row_bytes;
-            for (uint32_t kb = 0; kb < nb; ++kb) {
-                typename F::Super sb;
-                std::memcpy(&sb, row + (size_t)(kb / 8) * sizeof(sb), sizeof(sb));
-                float factors[Layout::kScaleBytes / 4];
-                uint8_t quants[Layout::kQuantBytes];
-                F::block(sb, (int)(kb % 8), factors, quants);
-                std::memcpy(grp + Layout::scale_offset(kb, r), factors, Layout::kScaleBytes);
-                std::memcpy(grp + Layout::quant_offset(K, kb, r), quants, Layout::kQuantBytes);
-            }
-        }
-    }
+    repack_groups<Layout>(src, dst, rows, cols, cols / QK_K * sizeof(Super),
+                          [](const uint8_t *row, uint32_t kb, uint8_t *scales, uint8_t *quants) {
+                              Super sb;
+                              std::memcpy(&sb, row + (size_t)(kb / 8) * sizeof(sb), sizeof(sb));
+                              float factors[Layout::kScaleBytes / 4];
+                              F::block(sb, (int)(kb % 8), factors, quants);
+                              std::memcpy(scales, factors, Layout::kScaleBytes);
+                          });
 }
 
 }  // namespace

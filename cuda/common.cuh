@@ -229,14 +229,6 @@ struct FmtF16 : Fmt16Bit<FmtF16> {
     }
 };
 
-struct FmtBF16 : Fmt16Bit<FmtBF16> {
-    __device__ static float4 four(const uint8_t *p) {
-        const uint2 v = __ldg(reinterpret_cast<const uint2 *>(p));
-        return make_float4(__uint_as_float(v.x << 16), __uint_as_float(v.x & 0xFFFF0000u), __uint_as_float(v.y << 16),
-                           __uint_as_float(v.y & 0xFFFF0000u));
-    }
-};
-
 struct FmtF32 {
     static constexpr int kBlockBytes = 128;
     __device__ static float dot8(const uint8_t *blk, int i, float4 xa, float4 xb) {

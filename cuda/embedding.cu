@@ -72,7 +72,6 @@ void launch_embedding(const LaunchArgs &a, const char *name) {
 
 void launch_embedding_f32(const LaunchArgs &a) { launch_embedding<FmtF32, false>(a, "embedding_f32"); }
 void launch_embedding_f16(const LaunchArgs &a) { launch_embedding<FmtF16, false>(a, "embedding_f16"); }
-void launch_embedding_bf16(const LaunchArgs &a) { launch_embedding<FmtBF16, false>(a, "embedding_bf16"); }
 void launch_embedding_q8_0_g8(const LaunchArgs &a) { launch_embedding<G8FmtQ8_0, true>(a, "embedding_q8_0_g8"); }
 void launch_embedding_q4_0_g8(const LaunchArgs &a) { launch_embedding<G8FmtQ4_0, true>(a, "embedding_q4_0_g8"); }
 void launch_embedding_q4_1_g8(const LaunchArgs &a) { launch_embedding<G8FmtQ4_1, true>(a, "embedding_q4_1_g8"); }

@@ -3,11 +3,13 @@
 // columns y_col[i] .. y_col[i] + N[i], and `accumulate` adding into y (the fused residual add).
 //   M == 1 (decode): a GEMV, memory bound (cuda/gemv.cuh).
 //   M > 1 (prefill/evaluation): a tensor-core tile GEMM (cuda/gemm_tiles.cuh).
-// Q4_0 / Q4_1 / Q8_0 arrive in the g8 layout (cuda/layout_g8.h, repacked at load); every other
-// format as its GGUF rows.
+//   M > 1 with F16 weights: cuBLAS when it loads (src/backend/cuda/cublas_runtime.h).
+// Every quantized format but Q2_K / Q3_K arrives in the g8 layout (cuda/layout_g8.h, repacked at
+// load); those two and the float formats as their GGUF rows (BF16 converted to F16).
 #include <algorithm>
 #include <string>
 
+#include "backend/cuda/cublas_runtime.h"
 #include "cuda/gemm_tiles.cuh"
 #include "cuda/gemv_q16.cuh"
 
@@ -101,10 +103,38 @@ void launch_gemv_rows(const LaunchArgs &a, const GemmLaunch &l) {
                l.norm_w);
 }
 
+// F16 prefill (BF16 arrives as F16: CudaDevice converts it at load) through cuBLAS
+// (docs/adr/0010): x is converted to f16 in the workspace, as many rows at a time as fit, then one
+// library GEMM per part. H200 pp512, 8B shape: akunu's own tiles (mma.sync, one 32-wide K step
+// per barrier) ran 8133 t/s against llama.cpp's cuBLAS 23099. False when cuBLAS is missing or
+// switched off: the caller runs the tiles.
+bool launch_library_gemm(const LaunchArgs &a, const GemmLaunch &l) {
+    const CublasGemm *lib = a.workspace->cublas;
+    if (!lib || !lib->ready()) return false;
+    const GemmParams &p = params_of<GemmParams>(a);
+    const size_t capacity = (a.workspace->floats - 128) * 2;  // its last 128 floats belong to argmax_f32
+    const uint32_t rows = (uint32_t)std::min<size_t>(p.M, capacity / p.K);
+    if (rows == 0) return false;
+    __half *x16 = reinterpret_cast<__half *>(a.workspace->data);
+    for (uint32_t m0 = 0; m0 < p.M; m0 += rows) {
+        const uint32_t m = std::min(rows, p.M - m0);
+        const unsigned blocks = std::min<unsigned>(ceil_div_u((size_t)m * p.K / 4, 256), 8u * (unsigned)a.workspace->sm_count);
+        launch_pdl(to_half_rows_kernel, blocks, 256, 0, a, l.x + (size_t)m0 * (p.x_row_bytes / 4), p.x_row_bytes / 4, x16,
+                   m, p.K);
+        check_launch("to_half_rows");
+        for (uint32_t i = 0; i < p.n_parts; ++i)
+            lib->gemm(l.w.part[i], p.w_row_bytes[i] / 2, x16, p.K, l.y + (size_t)m0 * p.y_stride + p.y_col[i], p.y_stride,
+                      m, p.N[i], p.K, p.accumulate);
+    }
+    return true;
+}
+
 template <class Fmt>
 void launch_gemm_rows(const LaunchArgs &a, const char *name) {
     const GemmLaunch l = prepare(a, name);
     const GemmParams &p = params_of<GemmParams>(a);
+    if constexpr (std::is_same_v<Fmt, FmtF16>)
+        if (p.M > 1 && launch_library_gemm(a, l)) return;
     if (p.M > 1)
         launch_tiles<RowsTileLoader<Fmt>>(a, l);
     else if (l.norm_w)
@@ -289,7 +319,6 @@ void launch_gemm_g8(const LaunchArgs &a, const char *name) {
 
 void launch_gemm_f32(const LaunchArgs &a) { launch_gemm_rows<FmtF32>(a, "gemm_f32"); }
 void launch_gemm_f16(const LaunchArgs &a) { launch_gemm_rows<FmtF16>(a, "gemm_f16"); }
-void launch_gemm_bf16(const LaunchArgs &a) { launch_gemm_rows<FmtBF16>(a, "gemm_bf16"); }
 void launch_gemm_q8_0_g8(const LaunchArgs &a) { launch_gemm_g8<G8FmtQ8_0>(a, "gemm_q8_0_g8"); }
 void launch_gemm_q4_0_g8(const LaunchArgs &a) { launch_gemm_g8<G8FmtQ4_0>(a, "gemm_q4_0_g8"); }
 void launch_gemm_q4_1_g8(const LaunchArgs &a) { launch_gemm_g8<G8FmtQ4_1>(a, "gemm_q4_1_g8"); }

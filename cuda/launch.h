@@ -10,6 +10,8 @@
 
 namespace akunu::cuda {
 
+class CublasGemm;  // src/backend/cuda/cublas_runtime.h
+
 // How a kernel finds the per-token values of its command's patch. Position-type patches
 // (Position, KVSeqLen, PosAndKV) are applied by the kernel itself at entry from device memory:
 // position = *base_position + token_index. One captured graph therefore serves every start
@@ -24,7 +26,7 @@ struct PatchContext {
 
 // Workspace the device lends to kernels that need more than their buffers: split-attention
 // partials, argmax's or the sampler's block results (the last 128 floats), a prefill GEMM's f16
-// activations.
+// (or bf16) activations.
 // Commands run one after another, so they take turns with it.
 struct Workspace {
     float *data = nullptr;
@@ -43,6 +45,7 @@ struct Workspace {
     uint32_t attention_min_keys = 0;  // decode attention's fewest keys per split; 0: its own rule
     uint32_t attention_warps = 0;     // warps per decode-attention block (4, 8, 16); 0: its own rule
     size_t l2_bytes = 0;
+    const CublasGemm *cublas = nullptr;  // the F16 / BF16 prefill GEMMs' library, when it loads
 };
 
 // A decode activation row handed from one command to the next in the integer GEMV's quantized
@@ -83,7 +86,6 @@ size_t q16_handoff_bytes(uint32_t len);
 // --- launchers, one per kernel name (names as in the CPU backend; _g8: the g8 layout) -------
 void launch_embedding_f32(const LaunchArgs &);
 void launch_embedding_f16(const LaunchArgs &);
-void launch_embedding_bf16(const LaunchArgs &);
 void launch_embedding_q8_0_g8(const LaunchArgs &);
 void launch_embedding_q4_0_g8(const LaunchArgs &);
 void launch_embedding_q4_1_g8(const LaunchArgs &);
@@ -96,7 +98,6 @@ void launch_embedding_q5_0_g8(const LaunchArgs &);
 void launch_embedding_q5_1_g8(const LaunchArgs &);
 void launch_gemm_f32(const LaunchArgs &);
 void launch_gemm_f16(const LaunchArgs &);
-void launch_gemm_bf16(const LaunchArgs &);
 void launch_gemm_q8_0_g8(const LaunchArgs &);
 void launch_gemm_q4_0_g8(const LaunchArgs &);
 void launch_gemm_q4_1_g8(const LaunchArgs &);

@@ -107,6 +107,20 @@ def test_logits_match_cpu(name, pair):
     assert_logits_match(*pair(name))
 
 
+@pytest.mark.parametrize("name", ["f16_hd64", "bf16_tied"])
+@pytest.mark.parametrize("cublas", [True, False])
+def test_float_model_prefill_paths_match_cpu(name, cublas, gguf_dir, monkeypatch):
+    """A float model's prompt (fused Q/K/V and gate/up parts, the residual added by the GEMM) through
+    cuBLAS, and through akunu's own tiles with AKUNU_CUDA_CUBLAS=0, against the CPU."""
+    if not cublas:
+        monkeypatch.setenv("AKUNU_CUDA_CUBLAS", "0")
+    path, _ = gm.build_tiny_gguf(SPECS[name], gguf_dir)
+    cpu, cuda = (akunu.Model(str(path), backend=b) for b in ("cpu", "cuda"))
+    before = akunu._core._cuda_cublas_gemms()
+    assert_logits_match(cpu, cuda)
+    assert (akunu._core._cuda_cublas_gemms() > before) == cublas
+
+
 def _greedy(model, ids, n):
     model.reset()
     first = model.prefill(ids)
@@ -281,7 +295,7 @@ def test_gemm_matches_float64(name, m, weights):
     _gemm_case(name, m, 37, 1024, weights, seed=m * 7 + len(name))
 
 
-@pytest.mark.parametrize("name", ["Q4_0", "Q8_0", "Q4_K", "F16"])
+@pytest.mark.parametrize("name", ["Q4_0", "Q8_0", "Q4_K", "F16", "BF16"])
 @pytest.mark.parametrize("m, n_rows, k",
                          [(1, 4000, 4096), (1, 16400, 2048), (1, 600, 14336), (600, 4100, 512), (130, 300, 2048),
                           (600, 64, 14336)])
@@ -289,8 +303,31 @@ def test_gemm_large_shapes_match_float64(name, m, n_rows, k):
     # The launch variants: GEMV blocks of 2 g8 groups of 16 warps (4000 rows: a grid that fits the
     # GPU at once, 132 SMs on an H100) or 8 warps (16400 rows), of 1 group (600 rows), 128- and 64-row
     # tensor-core tiles (enough tiles to fill the GPU or not), long K, and f32 activations read by
-    # the tiles directly (600 x 14336 is more than the workspace's f16 copy holds).
+    # the tiles directly (600 x 14336 is more than the workspace's f16 copy holds; F16 / BF16 go to
+    # cuBLAS there in two runs of rows).
     _gemm_case(name, m, n_rows, k, "quantized", seed=n_rows + k)
+
+
+# F16 prefill GEMMs (and BF16 ones: BF16 matrices are F16 on CUDA, converted at load) run through
+# cuBLAS (docs/adr/0010), or, with AKUNU_CUDA_CUBLAS=0 (or without the library), through akunu's
+# own tiles; both against float64.
+@pytest.mark.parametrize("name", ["F16", "BF16"])
+@pytest.mark.parametrize("cublas", [True, False])
+def test_float_prefill_gemm_paths(name, cublas, monkeypatch):
+    if not cublas:
+        monkeypatch.setenv("AKUNU_CUDA_CUBLAS", "0")
+    before = akunu._core._cuda_cublas_gemms()
+    _gemm_case(name, 200, 300, 2048, "quantized", seed=3)
+    ran = akunu._core._cuda_cublas_gemms() - before
+    assert ran == (1 if cublas else 0)
+
+
+def test_bf16_beyond_f16_range_is_refused():
+    w = np.full((8, 64), 0.5, np.float32)
+    w[3, 5] = 1e5  # a bf16 value, but no f16 one
+    raw = (w.view(np.uint32) >> 16).astype(np.uint16)
+    with pytest.raises(akunu.UnsupportedError, match="beyond the F16 range"):
+        akunu._core._device_gemm("cuda", "BF16", raw.tobytes(), 8, 64, np.ones((2, 64), np.float32))
 
 
 def _silu(g):

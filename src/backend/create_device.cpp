@@ -7,6 +7,7 @@
 #include "core/device.h"
 #include "core/errors.h"
 #ifdef AKUNU_HAS_CUDA
+#include "backend/cuda/cublas_runtime.h"
 #include "backend/cuda/cuda_device.h"
 #endif
 
@@ -26,6 +27,16 @@ int cuda_device_count() {
 uint64_t cuda_q16_handoffs() {
 #ifdef AKUNU_HAS_CUDA
     return cuda::q16_handoffs_launched();
+#else
+    return 0;
+#endif
+}
+
+// F16 / BF16 GEMMs run through cuBLAS so far (src/backend/cuda/cublas_runtime.h); 0 without the
+// CUDA backend. For tests.
+uint64_t cuda_cublas_gemms() {
+#ifdef AKUNU_HAS_CUDA
+    return cuda::cublas_gemms_launched();
 #else
     return 0;
 #endif

@@ -5,9 +5,11 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backend/cpu/quant_kernels.h"
 #include "backend/cuda/g8_layout.h"
 #include "core/dispatch_table.h"
 #include "core/errors.h"
+#include "core/half.h"
 #include "cuda/layout_g8.h"
 
 namespace akunu::cuda {
@@ -35,12 +37,32 @@ template <DType T> void g8_matrix_repack(const void *src, void *dst, size_t rows
     g8_repack(T, src, dst, rows, cols);
 }
 
+// BF16 matrices run as F16 (docs/adr/0010): the prefill GEMM's library takes one input type, and
+// f16 activations are the accurate choice (bf16 ones fail the reference bar on a Gemma 3
+// checkpoint: mean KL 6.5e-3). The conversion is exact wherever F16 is normal (|w| >= 2^-14): a
+// bf16 mantissa has 7 bits, f16 10. Smaller magnitudes round to f16 subnormals (error <= 2^-25),
+// as akunu's own prefill tiles always rounded them; a magnitude beyond F16's range is refused.
+uint16_t bf16_as_f16(uint16_t b) {
+    const uint32_t e = (b >> 7) & 0xff;
+    if (e >= 113 && e <= 142) return (uint16_t)((b & 0x8000) | (e - 112) << 10 | (b & 0x7f) << 3);
+    if (e != 0xff && e > 142)
+        throw UnsupportedError("a BF16 weight of " + std::to_string(bf16_bits_to_float(b)) +
+                               " is beyond the F16 range that the cuda backend runs BF16 matrices in; use backend='cpu'");
+    return cpu::f32_to_fp16(bf16_bits_to_float(b));  // zero, the subnormal range, inf / nan
+}
+size_t bf16_matrix_bytes(size_t rows, size_t cols) { return rows * cols * 2; }
+void bf16_matrix_as_f16(const void *src, void *dst, size_t rows, size_t cols) {
+    const uint16_t *in = static_cast<const uint16_t *>(src);
+    uint16_t *out = static_cast<uint16_t *>(dst);
+    for (size_t i = 0; i < rows * cols; ++i) out[i] = bf16_as_f16(in[i]);
+}
+
 // Quantized GEMMs take the F32 activations directly (dequantize-and-dot in the kernel): on a GPU
 // the activation row is tiny next to the weights, and one kernel beats two launches.
 const DTypeDescriptor kCudaDTypes[] = {
     {DType::F32, "gemm_f32", "embedding_f32", nullptr, nullptr},
     {DType::F16, "gemm_f16", "embedding_f16", nullptr, nullptr},
-    {DType::BF16, "gemm_bf16", "embedding_bf16", nullptr, nullptr},
+    {DType::BF16, "gemm_f16", "embedding_f16", nullptr, nullptr, bf16_matrix_bytes, bf16_matrix_as_f16, 1},
     {DType::Q8_0, "gemm_q8_0_g8", "embedding_q8_0_g8", nullptr, nullptr, g8_matrix_bytes<DType::Q8_0>,
      g8_matrix_repack<DType::Q8_0>, kG8Rows, true},
     {DType::Q4_0, "gemm_q4_0_g8", "embedding_q4_0_g8", nullptr, nullptr, g8_matrix_bytes<DType::Q4_0>,
@@ -127,6 +149,9 @@ CudaDevice::CudaDevice(int device_index) : device_(device_index) {
     workspace_.clusters = prop.major >= 9 && switched_on("AKUNU_CUDA_ATTN_CLUSTER");
     if (const char *v = std::getenv("AKUNU_CUDA_ATTN_MIN_KEYS")) workspace_.attention_min_keys = (uint32_t)std::atoi(v);
     if (const char *v = std::getenv("AKUNU_CUDA_ATTN_WARPS")) workspace_.attention_warps = (uint32_t)std::atoi(v);
+    // AKUNU_CUDA_CUBLAS=0: the F16 / BF16 prefill GEMMs on akunu's own tiles instead of cuBLAS.
+    cublas_ = std::make_unique<CublasGemm>(stream_);
+    workspace_.cublas = cublas_.get();
     // AKUNU_CUDA_Q16_HANDOFF=0: every integer GEMV quantizes its own x (no Q16Handoff).
     if (!switched_off("AKUNU_CUDA_Q16_HANDOFF"))
         for (void *&rows : q16_rows_) check(cudaMalloc(&rows, kQ16RowBytes), "malloc");
@@ -136,6 +161,7 @@ CudaDevice::~CudaDevice() {
     cudaSetDevice(device_);
     if (stream_) cudaStreamSynchronize(stream_);
     graphs_.clear();
+    cublas_.reset();
     if (staging_) cudaFreeHost(staging_);
     for (cudaEvent_t e : staging_done_)
         if (e) cudaEventDestroy(e);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cuda/cublas_runtime.h"
 #include "backend/cuda/graph_cache.h"
 #include "core/device.h"
 #include "cuda/launch.h"
@@ -70,6 +71,7 @@ private:
     void *staging_ = nullptr;
     cudaEvent_t staging_done_[2] = {nullptr, nullptr};
     GraphCache graphs_;
+    std::unique_ptr<CublasGemm> cublas_;  // loaded on the first F16 / BF16 prefill GEMM
     // Quantized rows handed from a command to the next (Q16Handoff): two buffers used in turn, so
     // a producer never writes the chunks that the GEMV before it may still be reading.
     void *q16_rows_[2] = {nullptr, nullptr};

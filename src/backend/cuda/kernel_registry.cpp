@@ -16,7 +16,6 @@ struct KernelEntry {
 const KernelEntry kKernels[] = {
     {"embedding_f32", launch_embedding_f32},
     {"embedding_f16", launch_embedding_f16},
-    {"embedding_bf16", launch_embedding_bf16},
     {"embedding_q8_0_g8", launch_embedding_q8_0_g8},
     {"embedding_q4_0_g8", launch_embedding_q4_0_g8},
     {"embedding_q4_1_g8", launch_embedding_q4_1_g8},
@@ -29,7 +28,6 @@ const KernelEntry kKernels[] = {
     {"embedding_q5_1_g8", launch_embedding_q5_1_g8},
     {"gemm_f32", launch_gemm_f32},
     {"gemm_f16", launch_gemm_f16},
-    {"gemm_bf16", launch_gemm_bf16},
     {"gemm_q8_0_g8", launch_gemm_q8_0_g8},
     {"gemm_q4_0_g8", launch_gemm_q4_0_g8},
     {"gemm_q4_1_g8", launch_gemm_q4_1_g8},

@@ -7,7 +7,6 @@
 // exponent bits 0x64 is the half 1024 + byte, exact, and one half2 subtract removes the bias.
 #pragma once
 #include "cuda/common.cuh"
-#include "cuda/formats_kquant.cuh"  // iq4_lookup4
 #include "cuda/layout_g8.h"
 
 namespace akunu::cuda {
@@ -51,6 +50,25 @@ __device__ __forceinline__ float dot_int8x16(uint4 q, const float *x) {
     return s;
 }
 
+// IQ4's table (kIQ4Values) looked up for the eight nibbles of a quant word q (byte j: one element
+// in its low nibble, the element 16 later in its high): lo = the signed values of the low nibbles
+// of bytes 0..3, hi = of the high ones. __byte_perm picks a byte of its 8-byte pair by a selector
+// nibble's low three bits, so every nibble is looked up in both table halves, and its bit 3 then
+// picks the half: 13 instructions for eight values (two byte permutes and five masks per four
+// before; the 8B shape's IQ4_XS decode was bound by them).
+__device__ __forceinline__ void iq4_values8(uint32_t q, uint32_t &lo, uint32_t &hi) {
+    constexpr uint32_t kT0 = 0xBFAD9881u, kT1 = 0xF6EADDCFu, kT2 = 0x26190D01u, kT3 = 0x71594535u;  // little-endian
+    const uint32_t half = 0x32103210u | ((q & 0x88888888u) >> 1);  // byte k of the low (k) or high (4 + k) lookup
+    uint32_t v[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+        const uint32_t s = q >> (16 * i);  // nibbles 4i..4i+3: bytes 2i (low, high) and 2i + 1
+        v[i] = __byte_perm(__byte_perm(kT0, kT1, s), __byte_perm(kT2, kT3, s), half >> (16 * i));
+    }
+    lo = __byte_perm(v[0], v[1], 0x6420);
+    hi = __byte_perm(v[0], v[1], 0x7531);
+}
+
 // The integer GEMV (cuda/gemv_q16.cuh) takes x as int16 pairs: xw[j] holds elements 2j (low half)
 // and 2j + 1 of a 32-element block. dp2a multiplies two int16 by two bytes of a weight word and
 // adds both products to an int32: .lo pairs bytes 0, 1 with xw[2i], .hi bytes 2, 3 with xw[2i + 1],
@@ -92,22 +110,30 @@ __device__ __forceinline__ void bytes_to_half(uint32_t bytes, __half2 sub, __hal
 //   the GEMM's and the embedding's 16-element halves: raw(group, K, kb, r, h) -> G8Raw (the 16
 //     quant bytes holding elements 16h..16h+15 + the scales), to_half(raw, h, out) (8 half2
 //     words), to_float(raw, h, out) (16 exact floats).
-// kScaleWords: 32-bit words of factors per block (1: f16 d, or d and m; 2: the K formats' two f32).
-template <int kScaleWords = 1>
-struct G8RawT {
+// (The superblock formats' raw and block types add their high bits and superblock factors.)
+struct G8Raw {
     uint4 q;
-    std::conditional_t<(kScaleWords > 1), uint2, uint32_t> scales;  // f16 d (low half); Q4_1: and f16 m (high half)
+    uint32_t scales;  // f16 d (low half); Q4_1, Q5_1: and f16 m (high half); IQ4_XS: f32 d (ls - 32)
 };
-using G8Raw = G8RawT<1>;
 
-template <int kUnits, int kScaleWords = 1>
+template <int kUnits>
 struct G8Block {
     uint4 q[kUnits];  // kQuantBytes / 16
-    std::conditional_t<(kScaleWords > 1), uint2, uint32_t> scales;
+    uint32_t scales;
+};
+// The superblock formats' block (layout_g8.h): one unit of low nibbles, the sub-scale bytes, the
+// high bits (one word, or Q6_K's two) and the superblock's factor word.
+template <int kHighWords>
+struct G8SuperBlock {
+    uint4 q[1];
+    uint32_t scales;
+    std::conditional_t<(kHighWords > 1), uint2, uint32_t> high;  // unused without high bits
+    uint32_t super;
 };
 // A format's block type: its quant units and factor words.
 template <class F>
-using G8BlockOf = G8Block<F::Layout::kQuantBytes / 16, (F::Layout::kScaleBytes + 3) / 4>;
+using G8BlockOf = std::conditional_t<(F::Layout::kSuperBytes > 0), G8SuperBlock<(F::Layout::kHighBytes + 3) / 4>,
+                                     G8Block<F::Layout::kQuantBytes / 16>>;
 
 // Streamed weights are read once per token: loaded with an L2 evict-first policy, so the weights
 // passing through L2 (4.2 GB per 8B-shape token) do not push out what is read again soon, on a
@@ -150,9 +176,13 @@ __device__ __forceinline__ G8BlockOf<F> g8_load_block(const uint8_t *grp, uint32
     const uint64_t policy = l2_evict_first_policy();
 #pragma unroll
     for (int i = 0; i < L::kQuantBytes / 16; ++i) b.q[i] = ldg_stream(q + i, policy);
-    if constexpr (L::kScaleBytes == 8)
-        b.scales = ldg_stream(reinterpret_cast<const uint2 *>(grp + L::scale_offset(kb, r)), policy);
-    else if constexpr (L::kScaleBytes == 4)
+    if constexpr (L::kHighBytes == 8)
+        b.high = ldg_stream(reinterpret_cast<const uint2 *>(grp + L::high_offset(K, kb, r)), policy);
+    else if constexpr (L::kHighBytes == 4)
+        b.high = ldg_stream(reinterpret_cast<const uint32_t *>(grp + L::high_offset(K, kb, r)), policy);
+    if constexpr (L::kSuperBytes == 4)
+        b.super = __ldg(reinterpret_cast<const uint32_t *>(grp + L::super_offset(K, kb, r)));  // read by 8 blocks
+    if constexpr (L::kScaleBytes == 4)
         b.scales = ldg_stream(reinterpret_cast<const uint32_t *>(grp + L::scale_offset(kb, r)), policy);
     else
         b.scales = ldg_stream(reinterpret_cast<const unsigned short *>(grp + L::scale_offset(kb, r)), policy);
@@ -262,94 +292,199 @@ struct G8FmtQ8_0 {
     }
 };
 
-// Q4_K: blocks of 32 with f32 factors D = d sc and Mn = -(dmin m) (layout_g8.h): value = D n + Mn,
-// Q4_1's arithmetic in f32.
+// --- the superblock formats (layout_g8.h: sub-scale bytes, f16 superblock factors) ----------
+
+__device__ __forceinline__ float2 super_factors(uint32_t super) {
+    return __half22float2(*reinterpret_cast<const __half2 *>(&super));
+}
+// Q4_K / Q5_K: D = d sc and Mn = -(dmin m), f32 products as gguf-py forms them. (Bytes become
+// floats through byte_as_float's exponent trick: an integer conversion instruction runs at a
+// quarter of the rate, in a loop that decode keeps busy.)
+__device__ __forceinline__ float2 scale_min_factors(uint32_t scales, uint32_t super) {
+    const float2 dm = super_factors(super);
+    return make_float2(__fmul_rn(dm.x, byte_as_float(scales, 0)), -__fmul_rn(dm.y, byte_as_float(scales, 1)));
+}
+__device__ __forceinline__ uint32_t ldg_u16(const uint8_t *p) { return __ldg(reinterpret_cast<const unsigned short *>(p)); }
+__device__ __forceinline__ uint32_t ldg_u32(const uint8_t *p) { return __ldg(reinterpret_cast<const uint32_t *>(p)); }
+
+// Q4_K: value = D n + Mn, Q4_1's arithmetic in f32.
 struct G8FmtQ4_K {
     using Layout = G8Q4_K;
     static constexpr bool kNeedsXSum = true;
-    using Raw = G8RawT<2>;
-    __device__ static float block_dot(const G8Block<1, 2> &b, const float *x, float x_sum) {
-        return fmaf(dot_nibbles<0>(b.q[0], x), __uint_as_float(b.scales.x), __uint_as_float(b.scales.y) * x_sum);
+    struct Raw {
+        uint4 q;
+        uint32_t scales, super;
+    };
+    __device__ static float block_dot(const G8SuperBlock<0> &b, const float *x, float x_sum) {
+        const float2 f = scale_min_factors(b.scales, b.super);
+        return fmaf(dot_nibbles<0>(b.q[0], x), f.x, f.y * x_sum);
     }
-    __device__ static float block_dot_q16(const G8Block<1, 2> &b, const int *xw, float x_scale, int xq_sum) {
-        return fmaf((float)dp2a_nibbles(b.q[0], xw), __uint_as_float(b.scales.x), __uint_as_float(b.scales.y) * (float)xq_sum) *
-               x_scale;
+    __device__ static float block_dot_q16(const G8SuperBlock<0> &b, const int *xw, float x_scale, int xq_sum) {
+        const float2 f = scale_min_factors(b.scales, b.super);
+        return fmaf((float)dp2a_nibbles(b.q[0], xw), f.x, f.y * (float)xq_sum) * x_scale;
     }
     __device__ static Raw raw(const uint8_t *grp, uint32_t K, uint32_t kb, uint32_t r, int) {
         return {__ldg(reinterpret_cast<const uint4 *>(grp + Layout::quant_offset(K, kb, r))),
-                __ldg(reinterpret_cast<const uint2 *>(grp + Layout::scale_offset(kb, r)))};
+                ldg_u16(grp + Layout::scale_offset(kb, r)), ldg_u32(grp + Layout::super_offset(K, kb, r))};
     }
     __device__ static void to_half(const Raw &v, int h, uint32_t *out) {
-        const __half2 d2 = __float2half2_rn(__uint_as_float(v.scales.x)), m2 = __float2half2_rn(__uint_as_float(v.scales.y));
-        const __half2 sub = __float2half2_rn(1024.f);
+        const float2 f = scale_min_factors(v.scales, v.super);
+        const __half2 d2 = __float2half2_rn(f.x), m2 = __float2half2_rn(f.y), sub = __float2half2_rn(1024.f);
         const uint32_t w[4] = {v.q.x, v.q.y, v.q.z, v.q.w};
 #pragma unroll
         for (int i = 0; i < 4; ++i) bytes_to_half(nibble_bytes(w[i], h), sub, d2, m2, out + 2 * i);
     }
     // D n + Mn rounded twice, as gguf-py's (d sc) q - dmin m.
     __device__ static void to_float(const Raw &v, int h, float *out) {
-        const float d = __uint_as_float(v.scales.x), mn = __uint_as_float(v.scales.y);
+        const float2 f = scale_min_factors(v.scales, v.super);
         const uint32_t w[4] = {v.q.x, v.q.y, v.q.z, v.q.w};
 #pragma unroll
         for (int i = 0; i < 4; ++i)
 #pragma unroll
-            for (int b = 0; b < 4; ++b) out[4 * i + b] = __fadd_rn(__fmul_rn(byte_minus(nibble_bytes(w[i], h), b, 8388608.0f), d), mn);
+            for (int b = 0; b < 4; ++b) out[4 * i + b] = __fadd_rn(__fmul_rn(byte_minus(nibble_bytes(w[i], h), b, 8388608.0f), f.x), f.y);
     }
 };
 
-// Q6_K: blocks of 32 int8 (q - 32) with an f32 factor d sc per 16 elements (layout_g8.h).
-struct G8FmtQ6_K {
-    using Layout = G8Q6_K;
-    static constexpr bool kNeedsXSum = false;
-    using Raw = G8Raw;  // one half's 16 quants and its factor
-    __device__ static float block_dot(const G8Block<2, 2> &b, const float *x, float) {
-        return fmaf(dot_int8x16(b.q[0], x), __uint_as_float(b.scales.x), dot_int8x16(b.q[1], x + 16) * __uint_as_float(b.scales.y));
-    }
-    __device__ static float block_dot_q16(const G8Block<2, 2> &b, const int *xw, float x_scale, int) {
-        const uint32_t w[8] = {b.q[0].x, b.q[0].y, b.q[0].z, b.q[0].w, b.q[1].x, b.q[1].y, b.q[1].z, b.q[1].w};
-        int s0 = 0, s1 = 0;
+// Q5_K: Q4_K's nibbles with the 5th bits of word i's elements (low half h = 0: 4i..4i+3, high:
+// 16+4i..) moved to bit 4 of their bytes.
+__device__ __forceinline__ uint32_t q5_bytes(uint32_t w, uint32_t high, int i, int h) {
+    return nibble_bytes(w, h) | ((h ? high >> i : high << (4 - i)) & 0x10101010u);
+}
+struct G8FmtQ5_K {
+    using Layout = G8Q5_K;
+    static constexpr bool kNeedsXSum = true;
+    struct Raw {
+        uint4 q;
+        uint32_t scales, high, super;
+    };
+    __device__ static float block_dot(const G8SuperBlock<1> &b, const float *x, float x_sum) {
+        const uint32_t w[4] = {b.q[0].x, b.q[0].y, b.q[0].z, b.q[0].w};
+        float s = 0.f;
 #pragma unroll
-        for (int i = 0; i < 4; ++i) s0 = dp2a_word(xw, i, w[i], s0);  // elements 0..15
+        for (int i = 0; i < 4; ++i) {
+            const uint32_t lo = q5_bytes(w[i], b.high, i, 0), hi = q5_bytes(w[i], b.high, i, 1);
 #pragma unroll
-        for (int i = 4; i < 8; ++i) s1 = dp2a_word(xw, i, w[i], s1);  // elements 16..31
-        return fmaf((float)s0, __uint_as_float(b.scales.x), (float)s1 * __uint_as_float(b.scales.y)) * x_scale;
+            for (int k = 0; k < 4; ++k) {
+                s = fmaf(byte_minus(lo, k, 8388608.0f), x[4 * i + k], s);
+                s = fmaf(byte_minus(hi, k, 8388608.0f), x[16 + 4 * i + k], s);
+            }
+        }
+        const float2 f = scale_min_factors(b.scales, b.super);
+        return fmaf(s, f.x, f.y * x_sum);
     }
-    __device__ static Raw raw(const uint8_t *grp, uint32_t K, uint32_t kb, uint32_t r, int h) {
-        return {__ldg(reinterpret_cast<const uint4 *>(grp + Layout::quant_offset(K, kb, r)) + h),
-                __ldg(reinterpret_cast<const uint32_t *>(grp + Layout::scale_offset(kb, r)) + h)};
-    }
-    __device__ static void to_half(const Raw &v, int, uint32_t *out) {
-        const __half2 d2 = __float2half2_rn(__uint_as_float(v.scales));
-        const __half2 sub = __float2half2_rn(1152.f), zero = __float2half2_rn(0.f);  // 1024 + 128
-        const uint32_t w[4] = {v.q.x ^ 0x80808080u, v.q.y ^ 0x80808080u, v.q.z ^ 0x80808080u, v.q.w ^ 0x80808080u};
+    __device__ static float block_dot_q16(const G8SuperBlock<1> &b, const int *xw, float x_scale, int xq_sum) {
+        const uint32_t w[4] = {b.q[0].x, b.q[0].y, b.q[0].z, b.q[0].w};
+        int s = 0;
 #pragma unroll
-        for (int i = 0; i < 4; ++i) bytes_to_half(w[i], sub, d2, zero, out + 2 * i);
+        for (int i = 0; i < 4; ++i) {
+            s = dp2a_word(xw, i, q5_bytes(w[i], b.high, i, 0), s);      // elements 4i..4i+3
+            s = dp2a_word(xw, 4 + i, q5_bytes(w[i], b.high, i, 1), s);  // 16+4i..16+4i+3
+        }
+        const float2 f = scale_min_factors(b.scales, b.super);
+        return fmaf((float)s, f.x, f.y * (float)xq_sum) * x_scale;
     }
-    __device__ static void to_float(const Raw &v, int, float *out) {
-        const float d = __uint_as_float(v.scales);
-        const uint32_t w[4] = {v.q.x ^ 0x80808080u, v.q.y ^ 0x80808080u, v.q.z ^ 0x80808080u, v.q.w ^ 0x80808080u};
+    __device__ static Raw raw(const uint8_t *grp, uint32_t K, uint32_t kb, uint32_t r, int) {
+        return {__ldg(reinterpret_cast<const uint4 *>(grp + Layout::quant_offset(K, kb, r))),
+                ldg_u16(grp + Layout::scale_offset(kb, r)), ldg_u32(grp + Layout::high_offset(K, kb, r)),
+                ldg_u32(grp + Layout::super_offset(K, kb, r))};
+    }
+    __device__ static void to_half(const Raw &v, int h, uint32_t *out) {
+        const float2 f = scale_min_factors(v.scales, v.super);
+        const __half2 d2 = __float2half2_rn(f.x), m2 = __float2half2_rn(f.y), sub = __float2half2_rn(1024.f);
+        const uint32_t w[4] = {v.q.x, v.q.y, v.q.z, v.q.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) bytes_to_half(q5_bytes(w[i], v.high, i, h), sub, d2, m2, out + 2 * i);
+    }
+    // D u + Mn rounded twice, as gguf-py's (d sc) q - dmin m.
+    __device__ static void to_float(const Raw &v, int h, float *out) {
+        const float2 f = scale_min_factors(v.scales, v.super);
+        const uint32_t w[4] = {v.q.x, v.q.y, v.q.z, v.q.w};
 #pragma unroll
         for (int i = 0; i < 4; ++i)
 #pragma unroll
-            for (int b = 0; b < 4; ++b) out[4 * i + b] = byte_minus(w[i], b, 8388736.0f) * d;
+            for (int b = 0; b < 4; ++b) out[4 * i + b] = __fadd_rn(__fmul_rn(byte_minus(q5_bytes(w[i], v.high, i, h), b, 8388608.0f), f.x), f.y);
     }
 };
 
-// Q5_K and Q5_1: 32 unsigned 5-bit quants a block, one byte each, and a factor pair (d, m) with
-// value = d u + m: Q5_K's f32 products d sc and -(dmin m) (8 bytes), Q5_1's f16 d and m as stored (4).
-// (Q5_0 runs as G8FmtQ8_0: layout_g8.h.)
-template <class L>
-struct G8FmtU5 {
-    using Layout = L;
-    static constexpr bool kNeedsXSum = true;
-    static constexpr int kScaleWords = L::kScaleBytes / 4;
-    using Raw = G8RawT<kScaleWords>;
-    using Scales = decltype(Raw::scales);
-    __device__ static float2 factors(Scales s) {
-        if constexpr (kScaleWords == 2) return make_float2(__uint_as_float(s.x), __uint_as_float(s.y));
-        else return make_float2(half_lo(s), half_hi(s));
+// Q6_K: value = D (q - 32), D = d sc per 16 elements (an f32 product, as gguf-py's). The stored
+// 6 bits are q ^ 32, i.e. q - 32 in two's complement; the high bits of word i's elements sit at
+// bits 2i, 2i + 1 of the half's high word. Moved to bits 2..7 of their bytes (nibble at 2..5, high
+// bits at 6, 7) they are the signed bytes 4 (q - 32), which dp2a takes without a sign extension;
+// the float paths take q itself.
+__device__ __forceinline__ uint32_t q6_times4(uint32_t w, uint32_t high, int i, int h) {
+    return ((h ? w >> 2 : w << 2) & 0x3C3C3C3Cu) | ((high << (6 - 2 * i)) & 0xC0C0C0C0u);
+}
+__device__ __forceinline__ uint32_t q6_unsigned(uint32_t w, uint32_t high, int i, int h) {  // q, 0..63
+    return (nibble_bytes(w, h) | ((i == 3 ? high >> 2 : high << (4 - 2 * i)) & 0x30303030u)) ^ 0x20202020u;
+}
+__device__ __forceinline__ float q6_factor(uint32_t scales, uint32_t super, int h) {  // d sc_h
+    return __fmul_rn(super_factors(super).x, byte_minus(scales ^ 0x8080u, h, 8388736.0f));
+}
+struct G8FmtQ6_K {
+    using Layout = G8Q6_K;
+    static constexpr bool kNeedsXSum = false;
+    struct Raw {  // the whole block's nibbles and scales, one half's high word
+        uint4 q;
+        uint32_t scales, high, super;
+    };
+    __device__ static float block_dot(const G8SuperBlock<2> &b, const float *x, float) {
+        const uint32_t w[4] = {b.q[0].x, b.q[0].y, b.q[0].z, b.q[0].w};
+        float s0 = 0.f, s1 = 0.f;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const uint32_t lo = q6_unsigned(w[i], b.high.x, i, 0), hi = q6_unsigned(w[i], b.high.y, i, 1);
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                s0 = fmaf(byte_minus(lo, k, 8388640.0f), x[4 * i + k], s0);  // q - 32
+                s1 = fmaf(byte_minus(hi, k, 8388640.0f), x[16 + 4 * i + k], s1);
+            }
+        }
+        return fmaf(s0, q6_factor(b.scales, b.super, 0), s1 * q6_factor(b.scales, b.super, 1));
     }
-    __device__ static float block_dot(const G8Block<2, kScaleWords> &b, const float *x, float x_sum) {
+    __device__ static float block_dot_q16(const G8SuperBlock<2> &b, const int *xw, float x_scale, int) {
+        const uint32_t w[4] = {b.q[0].x, b.q[0].y, b.q[0].z, b.q[0].w};
+        int s0 = 0, s1 = 0;  // 4 x the sums
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            s0 = dp2a_word(xw, i, q6_times4(w[i], b.high.x, i, 0), s0);      // elements 4i..4i+3
+            s1 = dp2a_word(xw, 4 + i, q6_times4(w[i], b.high.y, i, 1), s1);  // 16+4i..16+4i+3
+        }
+        return fmaf((float)s0, q6_factor(b.scales, b.super, 0), (float)s1 * q6_factor(b.scales, b.super, 1)) *
+               (0.25f * x_scale);
+    }
+    __device__ static Raw raw(const uint8_t *grp, uint32_t K, uint32_t kb, uint32_t r, int h) {
+        return {__ldg(reinterpret_cast<const uint4 *>(grp + Layout::quant_offset(K, kb, r))),
+                ldg_u16(grp + Layout::scale_offset(kb, r)), ldg_u32(grp + Layout::high_offset(K, kb, r) + 4 * h),
+                ldg_u32(grp + Layout::super_offset(K, kb, r))};
+    }
+    // q + 1024 - (1024 + 32) = q - 32.
+    __device__ static void to_half(const Raw &v, int h, uint32_t *out) {
+        const __half2 d2 = __float2half2_rn(q6_factor(v.scales, v.super, h));
+        const __half2 sub = __float2half2_rn(1056.f), zero = __float2half2_rn(0.f);
+        const uint32_t w[4] = {v.q.x, v.q.y, v.q.z, v.q.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) bytes_to_half(q6_unsigned(w[i], v.high, i, h), sub, d2, zero, out + 2 * i);
+    }
+    __device__ static void to_float(const Raw &v, int h, float *out) {
+        const float d = q6_factor(v.scales, v.super, h);
+        const uint32_t w[4] = {v.q.x, v.q.y, v.q.z, v.q.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+            for (int b = 0; b < 4; ++b) out[4 * i + b] = byte_minus(q6_unsigned(w[i], v.high, i, h), b, 8388640.0f) * d;
+    }
+};
+
+// Q5_1: 32 unsigned 5-bit quants a block, one byte each, and its f16 factors (d, m) as stored:
+// value = d u + m. (Q5_0 runs as G8FmtQ8_0: layout_g8.h.)
+struct G8FmtQ5_1 {
+    using Layout = G8Q5_1;
+    using L = G8Q5_1;
+    static constexpr bool kNeedsXSum = true;
+    using Raw = G8Raw;
+    using Scales = uint32_t;
+    __device__ static float2 factors(Scales s) { return make_float2(half_lo(s), half_hi(s)); }
+    __device__ static float block_dot(const G8Block<2> &b, const float *x, float x_sum) {
         const uint32_t w[8] = {b.q[0].x, b.q[0].y, b.q[0].z, b.q[0].w, b.q[1].x, b.q[1].y, b.q[1].z, b.q[1].w};
         float s = 0.f;
 #pragma unroll
@@ -359,7 +494,7 @@ struct G8FmtU5 {
         const float2 f = factors(b.scales);
         return fmaf(s, f.x, f.y * x_sum);
     }
-    __device__ static float block_dot_q16(const G8Block<2, kScaleWords> &b, const int *xw, float x_scale, int xq_sum) {
+    __device__ static float block_dot_q16(const G8Block<2> &b, const int *xw, float x_scale, int xq_sum) {
         const uint32_t w[8] = {b.q[0].x, b.q[0].y, b.q[0].z, b.q[0].w, b.q[1].x, b.q[1].y, b.q[1].z, b.q[1].w};
         int s = 0;
 #pragma unroll
@@ -378,7 +513,7 @@ struct G8FmtU5 {
 #pragma unroll
         for (int i = 0; i < 4; ++i) bytes_to_half(w[i], sub, d2, m2, out + 2 * i);
     }
-    // d u + m rounded twice, as gguf-py's (Q5_K: (d sc) q - dmin m).
+    // d u + m rounded twice, as gguf-py's.
     __device__ static void to_float(const Raw &v, int, float *out) {
         const float2 f = factors(v.scales);
         const uint32_t w[4] = {v.q.x, v.q.y, v.q.z, v.q.w};
@@ -388,12 +523,10 @@ struct G8FmtU5 {
             for (int b = 0; b < 4; ++b) out[4 * i + b] = __fadd_rn(__fmul_rn(byte_minus(w[i], b, 8388608.0f), f.x), f.y);
     }
 };
-using G8FmtQ5_K = G8FmtU5<G8Q5_K>;
-using G8FmtQ5_1 = G8FmtU5<G8Q5_1>;
 
 // IQ4_NL (f16 d, the file's block) and IQ4_XS (f32 d (ls - 32) per block of 32): nibbles index
-// kIQ4Values; iq4_lookup4 turns four into value + 128, and flipping the sign bits into the signed
-// values dp2a takes.
+// kIQ4Values; iq4_values8 gives the signed values dp2a takes, and flipping their sign bits value
+// + 128 as unsigned bytes for the float paths.
 template <class L>
 struct G8FmtIQ4 {
     using Layout = L;
@@ -403,12 +536,21 @@ struct G8FmtIQ4 {
         if constexpr (L::kScaleBytes == 4) return __uint_as_float(scales);
         else return half_lo(scales);
     }
+    // value + 128 of the low (h = 0) or high nibbles of the four bytes of q.
+    __device__ static uint32_t iq4_unsigned(uint32_t q, int h) {
+        uint32_t lo, hi;
+        iq4_values8(q, lo, hi);
+        return (h ? hi : lo) ^ 0x80808080u;
+    }
     __device__ static float block_dot(const G8Block<1> &b, const float *x, float) {
         const uint32_t w[4] = {b.q[0].x, b.q[0].y, b.q[0].z, b.q[0].w};
         float s = 0.f;
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-            const uint32_t lo = iq4_lookup4(nibble_bytes(w[i], 0)), hi = iq4_lookup4(nibble_bytes(w[i], 1));
+            uint32_t lo, hi;
+            iq4_values8(w[i], lo, hi);
+            lo ^= 0x80808080u;
+            hi ^= 0x80808080u;
 #pragma unroll
             for (int k = 0; k < 4; ++k) {
                 s = fmaf(byte_minus(lo, k, 8388736.0f), x[4 * i + k], s);
@@ -422,8 +564,10 @@ struct G8FmtIQ4 {
         int s = 0;
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-            s = dp2a_word(xw, i, iq4_lookup4(nibble_bytes(w[i], 0)) ^ 0x80808080u, s);      // elements 4i..4i+3
-            s = dp2a_word(xw, 4 + i, iq4_lookup4(nibble_bytes(w[i], 1)) ^ 0x80808080u, s);  // 16+4i..16+4i+3
+            uint32_t lo, hi;
+            iq4_values8(w[i], lo, hi);
+            s = dp2a_word(xw, i, lo, s);      // elements 4i..4i+3
+            s = dp2a_word(xw, 4 + i, hi, s);  // 16+4i..16+4i+3
         }
         return (float)s * (factor(b.scales) * x_scale);
     }
@@ -438,7 +582,7 @@ struct G8FmtIQ4 {
         const __half2 sub = __float2half2_rn(1152.f), zero = __float2half2_rn(0.f);  // 1024 + 128
         const uint32_t w[4] = {v.q.x, v.q.y, v.q.z, v.q.w};
 #pragma unroll
-        for (int i = 0; i < 4; ++i) bytes_to_half(iq4_lookup4(nibble_bytes(w[i], h)), sub, d2, zero, out + 2 * i);
+        for (int i = 0; i < 4; ++i) bytes_to_half(iq4_unsigned(w[i], h), sub, d2, zero, out + 2 * i);
     }
     __device__ static void to_float(const Raw &v, int h, float *out) {
         const float d = factor(v.scales);
@@ -446,7 +590,7 @@ struct G8FmtIQ4 {
 #pragma unroll
         for (int i = 0; i < 4; ++i)
 #pragma unroll
-            for (int b = 0; b < 4; ++b) out[4 * i + b] = byte_minus(iq4_lookup4(nibble_bytes(w[i], h)), b, 8388736.0f) * d;
+            for (int b = 0; b < 4; ++b) out[4 * i + b] = byte_minus(iq4_unsigned(w[i], h), b, 8388736.0f) * d;
     }
 };
 using G8FmtIQ4_NL = G8FmtIQ4<G8IQ4_NL>;

@@ -1,6 +1,6 @@
 // Weight formats with per-group scales read as stored (layouts: src/core/kquant_blocks.h; values as
 // gguf-py's dequantize): the 256-element superblocks Q2_K and Q3_K. (Every other quantized format is
-// repacked at load into the g8 layout, cuda/formats_g8.cuh, which takes iq4_lookup4 from here.) A
+// repacked at load into the g8 layout, cuda/formats_g8.cuh.) A
 // superblock format has kSuperBytes instead of kBlockBytes and its dot8 / dequant_half take the
 // superblock plus the index j (0..7) of the 32-element block inside it (fmt_dot8 / fmt_dequant_half
 // in common.cuh do the addressing). Same slice convention as common.cuh: slice i of a 32-element
@@ -22,17 +22,6 @@ __device__ __forceinline__ float dot4_bytes(uint32_t v, float4 x, float s) {
 __device__ __forceinline__ void bytes_to_floats(uint32_t v, float offset, float scale, float sub, float *out) {
 #pragma unroll
     for (int b = 0; b < 4; ++b) out[b] = (byte_as_float(v, b) - offset) * scale - sub;
-}
-
-// IQ4: four nibbles (bytes 0..15) -> kIQ4Values[n] + 128 as unsigned bytes, by two byte permutes
-// (a permute selects among 8 bytes with 3 selector bits; bit 3 picks the half of the table).
-__device__ __forceinline__ uint32_t iq4_lookup4(uint32_t n) {
-    const uint32_t sel = (n & 0x7u) | ((n >> 4) & 0x70u) | ((n >> 8) & 0x700u) | ((n >> 12) & 0x7000u);
-    // kIQ4Values ^ 0x80 (i.e. value + 128), four bytes per word, little-endian.
-    const uint32_t lo = __byte_perm(0xBFAD9881u ^ 0x80808080u, 0xF6EADDCFu ^ 0x80808080u, sel);
-    const uint32_t hi = __byte_perm(0x26190D01u ^ 0x80808080u, 0x71594535u ^ 0x80808080u, sel);
-    const uint32_t use_hi = ((n >> 3) & 0x01010101u) * 0xFFu;
-    return (hi & use_hi) | (lo & ~use_hi);
 }
 
 // --- superblocks: (sb, j) = the superblock and a 32-element block in it --------------------

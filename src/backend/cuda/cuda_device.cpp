@@ -69,8 +69,9 @@ const DTypeDescriptor kCudaDTypes[] = {
      g8_matrix_repack<DType::Q4_0>, kG8Rows, true},
     {DType::Q4_1, "gemm_q4_1_g8", "embedding_q4_1_g8", nullptr, nullptr, g8_matrix_bytes<DType::Q4_1>,
      g8_matrix_repack<DType::Q4_1>, kG8Rows, true},
-    // The superblock formats: g8 blocks with f32 factors (cuda/layout_g8.h; more bytes than the
-    // file's rows). IQ4_NL: the file's blocks, regrouped as Q4_0's. Q5_0 / Q5_1: a byte a quant.
+    // The superblock formats: g8 blocks of sub-scale bytes, nibbles, high bits and the superblock's
+    // f16 factors (cuda/layout_g8.h; about the file's size), IQ4_XS with an f32 factor a block.
+    // IQ4_NL: the file's blocks, regrouped as Q4_0's. Q5_0 / Q5_1: a byte a quant.
     {DType::Q4_K, "gemm_q4_k_g8", "embedding_q4_k_g8", nullptr, nullptr, g8_matrix_bytes<DType::Q4_K>,
      g8_matrix_repack<DType::Q4_K>, kG8Rows, true},
     {DType::Q6_K, "gemm_q6_k_g8", "embedding_q6_k_g8", nullptr, nullptr, g8_matrix_bytes<DType::Q6_K>,

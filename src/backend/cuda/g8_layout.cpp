@@ -13,8 +13,12 @@ namespace akunu::cuda {
 namespace {
 
 // The loop every g8 repack shares: for each row r of each 8-row group and each 32-element block
-// kb, fill(row, kb, scales, quants) writes the block's factor and quant bytes (row: the row's
-// file bytes, src_row_bytes long). Padding rows of the last group stay zero (factors 0).
+// kb, fill(row, kb, out) writes the block's bytes into the regions of out (row: the row's file
+// bytes, src_row_bytes long). Padding rows of the last group stay zero (factors 0).
+struct BlockOut {
+    uint8_t *scales, *quants;
+    uint8_t *high, *super;  // the superblock layouts' regions, else null
+};
 template <class Layout, class Fill>
 void repack_groups(const uint8_t *src, uint8_t *dst, size_t rows, size_t cols, size_t src_row_bytes, Fill fill) {
     const uint32_t K = (uint32_t)cols, nb = K / 32;
@@ -25,7 +29,10 @@ void repack_groups(const uint8_t *src, uint8_t *dst, size_t rows, size_t cols, s
         for (uint32_t r = 0; r < kG8Rows && g * kG8Rows + r < rows; ++r) {
             const uint8_t *row = src + (g * kG8Rows + r) * src_row_bytes;
             for (uint32_t kb = 0; kb < nb; ++kb)
-                fill(row, kb, grp + Layout::scale_offset(kb, r), grp + Layout::quant_offset(K, kb, r));
+                fill(row, kb,
+                     BlockOut{grp + Layout::scale_offset(kb, r), grp + Layout::quant_offset(K, kb, r),
+                              Layout::kHighBytes ? grp + Layout::high_offset(K, kb, r) : nullptr,
+                              Layout::kSuperBytes ? grp + Layout::super_offset(K, kb, r) : nullptr});
         }
     }
 }
@@ -36,74 +43,96 @@ template <class Block, class Layout>
 void repack_blocks(const uint8_t *src, uint8_t *dst, size_t rows, size_t cols) {
     static_assert(sizeof(Block) == Layout::kScaleBytes + Layout::kQuantBytes, "block = scales + quants");
     repack_groups<Layout>(src, dst, rows, cols, cols / 32 * sizeof(Block),
-                          [](const uint8_t *row, uint32_t kb, uint8_t *scales, uint8_t *quants) {
+                          [](const uint8_t *row, uint32_t kb, const BlockOut &out) {
                               const uint8_t *blk = row + (size_t)kb * sizeof(Block);
-                              std::memcpy(scales, blk, Layout::kScaleBytes);
-                              std::memcpy(quants, blk + Layout::kScaleBytes, Layout::kQuantBytes);
+                              std::memcpy(out.scales, blk, Layout::kScaleBytes);
+                              std::memcpy(out.quants, blk + Layout::kScaleBytes, Layout::kQuantBytes);
                           });
 }
 
 // f16 bits -> f32, exact: the CPU backend's conversion.
 using akunu::cpu::fp16_to_f32;
 
-// The superblock formats: each 32-element block j of a superblock becomes a g8 block whose f32
-// factors are the products gguf-py's dequantize forms (d * sc, dmin * m; d * sc per 16), so
-// dequantizing a g8 block reproduces gguf-py's values bit for bit.
-// Q4_K / Q5_K block j's factors: d sc_j and -(dmin m_j).
-template <class Super> void scale_min_factors(const Super &b, int j, float *factors) {
+// The superblock formats: block j of a superblock becomes a g8 block (layout_g8.h) of its
+// sub-scale bytes and low nibbles (Q4_0's order: byte i holds elements i and 16 + i), the bits
+// above them (Q5_K, Q6_K) and the superblock's f16 factors, each copied as stored, so the kernels
+// reproduce gguf-py's values bit for bit. IQ4_XS's block takes its f32 factor d (ls - 32).
+
+// Element l (0..31) of Q4_K / Q5_K block j: nibble j % 2 of qs[32 (j / 2) + l].
+template <class Super> uint8_t kquant_nibble(const Super &b, int j, int l) {
+    return (uint8_t)((b.qs[32 * (j / 2) + l] >> (4 * (j % 2))) & 15);
+}
+template <class Super> void nibbles_q4_0_order(const Super &b, int j, uint8_t *quants) {
+    for (int i = 0; i < 16; ++i) quants[i] = (uint8_t)(kquant_nibble(b, j, i) | kquant_nibble(b, j, 16 + i) << 4);
+}
+template <class Super> void scale_min_bytes(const Super &b, int j, const BlockOut &out) {
     int sc, m;
     kquant_scale_min(b.scales, j, &sc, &m);
-    factors[0] = fp16_to_f32(b.d) * (float)sc;
-    factors[1] = -(fp16_to_f32(b.dmin) * (float)m);
+    out.scales[0] = (uint8_t)sc;
+    out.scales[1] = (uint8_t)m;
+    std::memcpy(out.super, &b.d, 2);
+    std::memcpy(out.super + 2, &b.dmin, 2);
 }
 
 struct Q4KBlocks {
     using Super = BlockQ4_K;
     using Layout = G8Q4_K;
-    // Block j: factors {d sc_j, -(dmin m_j)}, quants in Q4_0's nibble order (byte i: elements i, 16 + i).
-    static void block(const BlockQ4_K &b, int j, float *factors, uint8_t *quants) {
-        scale_min_factors(b, j, factors);
-        const uint8_t *qs = b.qs + 32 * (j / 2);  // element l of block j: nibble j % 2 of qs[l]
-        const int shift = 4 * (j % 2);
-        for (int i = 0; i < 16; ++i)
-            quants[i] = (uint8_t)(((qs[i] >> shift) & 15) | ((qs[16 + i] >> shift) & 15) << 4);
+    static void block(const BlockQ4_K &b, int j, const BlockOut &out) {
+        scale_min_bytes(b, j, out);
+        nibbles_q4_0_order(b, j, out.quants);
+    }
+};
+struct Q5KBlocks {
+    using Super = BlockQ5_K;
+    using Layout = G8Q5_K;
+    // 5th bit of element l: bit j of qh[l]. High byte c: elements 4i + c at bit i, 16 + 4i + c at 4 + i.
+    static void block(const BlockQ5_K &b, int j, const BlockOut &out) {
+        scale_min_bytes(b, j, out);
+        nibbles_q4_0_order(b, j, out.quants);
+        for (int c = 0; c < 4; ++c) {
+            uint8_t v = 0;
+            for (int i = 0; i < 4; ++i)
+                v |= (uint8_t)(((b.qh[4 * i + c] >> j) & 1) << i | ((b.qh[16 + 4 * i + c] >> j) & 1) << (4 + i));
+            out.high[c] = v;
+        }
     }
 };
 struct Q6KBlocks {
     using Super = BlockQ6_K;
     using Layout = G8Q6_K;
-    // Block j: factors {d sc_2j, d sc_2j+1}, quants q - 32 as int8 in element order.
-    static void block(const BlockQ6_K &b, int j, float *factors, uint8_t *quants) {
-        const float d = fp16_to_f32(b.d);
-        factors[0] = d * (float)b.scales[2 * j];
-        factors[1] = d * (float)b.scales[2 * j + 1];
-        for (int l = 0; l < 32; ++l) {
-            const int e = 32 * j + l, h = e / 128, r = e % 128;
-            const int lo = (b.ql[64 * h + r % 64] >> (4 * (r / 64))) & 15;
-            const int hi = (b.qh[32 * h + r % 32] >> (2 * (r / 32))) & 3;
-            quants[l] = (uint8_t)(int8_t)((lo | hi << 4) - 32);
-        }
+    // q of element l of block j (0..63), as gguf-py's layout reads it.
+    static int q6(const BlockQ6_K &b, int j, int l) {
+        const int e = 32 * j + l, h = e / 128, r = e % 128;
+        const int lo = (b.ql[64 * h + r % 64] >> (4 * (r / 64))) & 15;
+        const int hi = (b.qh[32 * h + r % 32] >> (2 * (r / 32))) & 3;
+        return lo | hi << 4;
     }
-};
-
-struct Q5KBlocks {
-    using Super = BlockQ5_K;
-    using Layout = G8Q5_K;
-    // Block j: factors {d sc_j, -(dmin m_j)}, quants the 5-bit u in element order.
-    static void block(const BlockQ5_K &b, int j, float *factors, uint8_t *quants) {
-        scale_min_factors(b, j, factors);
-        for (int l = 0; l < 32; ++l)  // nibble j % 2 of qs[32 (j / 2) + l], 5th bit: bit j of qh[l]
-            quants[l] = (uint8_t)(((b.qs[32 * (j / 2) + l] >> (4 * (j % 2))) & 15) | ((b.qh[l] >> j) & 1) << 4);
+    // Stored: q ^ 32; nibbles in Q4_0's order; high word h, byte c: the top 2 bits of element
+    // 16h + 4i + c at bits 2i, 2i + 1.
+    static void block(const BlockQ6_K &b, int j, const BlockOut &out) {
+        int v[32];
+        for (int l = 0; l < 32; ++l) v[l] = q6(b, j, l) ^ 32;
+        for (int i = 0; i < 16; ++i) out.quants[i] = (uint8_t)((v[i] & 15) | (v[16 + i] & 15) << 4);
+        for (int h = 0; h < 2; ++h)
+            for (int c = 0; c < 4; ++c) {
+                uint8_t t = 0;
+                for (int i = 0; i < 4; ++i) t |= (uint8_t)((v[16 * h + 4 * i + c] >> 4) << (2 * i));
+                out.high[4 * h + c] = t;
+            }
+        out.scales[0] = (uint8_t)b.scales[2 * j];
+        out.scales[1] = (uint8_t)b.scales[2 * j + 1];
+        std::memcpy(out.super, &b.d, 2);  // the other two bytes stay zero
     }
 };
 struct IQ4XSBlocks {
     using Super = BlockIQ4_XS;
     using Layout = G8IQ4_XS;
-    // Block j: factor d (ls_j - 32), its 16 nibble bytes as stored (Q4_0's order).
-    static void block(const BlockIQ4_XS &b, int j, float *factors, uint8_t *quants) {
+    // Block j: factor d (ls_j - 32) (an f32 product, as gguf-py's), its 16 nibble bytes as stored (Q4_0's order).
+    static void block(const BlockIQ4_XS &b, int j, const BlockOut &out) {
         const int ls = ((b.scales_l[j / 2] >> (4 * (j % 2))) & 15) | ((b.scales_h >> (2 * j)) & 3) << 4;
-        factors[0] = fp16_to_f32(b.d) * (float)(ls - 32);
-        std::memcpy(quants, b.qs + 16 * j, 16);
+        const float factor = fp16_to_f32(b.d) * (float)(ls - 32);
+        std::memcpy(out.scales, &factor, 4);
+        std::memcpy(out.quants, b.qs + 16 * j, 16);
     }
 };
 
@@ -124,26 +153,23 @@ template <class Block, class Layout, int kOffset>
 void repack_q5(const uint8_t *src, uint8_t *dst, size_t rows, size_t cols) {
     static_assert(sizeof(Block) - 20 == Layout::kScaleBytes && Layout::kQuantBytes == 32, "factors as stored, a byte a quant");
     repack_groups<Layout>(src, dst, rows, cols, cols / 32 * sizeof(Block),
-                          [](const uint8_t *row, uint32_t kb, uint8_t *scales, uint8_t *quants) {
+                          [](const uint8_t *row, uint32_t kb, const BlockOut &out) {
                               Block b;
                               std::memcpy(&b, row + (size_t)kb * sizeof(Block), sizeof(Block));
-                              q5_block<Block, kOffset>(b, scales, quants);
+                              q5_block<Block, kOffset>(b, out.scales, out.quants);
                           });
 }
 
 template <class F>
 void repack_superblocks(const uint8_t *src, uint8_t *dst, size_t rows, size_t cols) {
-    using Layout = typename F::Layout;
     using Super = typename F::Super;
-    static_assert(Layout::kScaleBytes % 4 == 0, "f32 factors");
-    repack_groups<Layout>(src, dst, rows, cols, cols / QK_K * sizeof(Super),
-                          [](const uint8_t *row, uint32_t kb, uint8_t *scales, uint8_t *quants) {
-                              Super sb;
-                              std::memcpy(&sb, row + (size_t)(kb / 8) * sizeof(sb), sizeof(sb));
-                              float factors[Layout::kScaleBytes / 4];
-                              F::block(sb, (int)(kb % 8), factors, quants);
-                              std::memcpy(scales, factors, Layout::kScaleBytes);
-                          });
+    if (cols % QK_K != 0) throw UnsupportedError("superblock-quantized weight rows must be a multiple of 256 elements");
+    repack_groups<typename F::Layout>(src, dst, rows, cols, cols / QK_K * sizeof(Super),
+                                      [](const uint8_t *row, uint32_t kb, const BlockOut &out) {
+                                          Super sb;
+                                          std::memcpy(&sb, row + (size_t)(kb / 8) * sizeof(sb), sizeof(sb));
+                                          F::block(sb, (int)(kb % 8), out);
+                                      });
 }
 
 }  // namespace

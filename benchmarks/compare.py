@@ -1,6 +1,7 @@
 """akunu against llama.cpp, measured in the same run: pp512 and tg128 tokens/s, llama-bench style.
 
     python benchmarks/compare.py                       # the default model set, 2 threads here, 3 repetitions
+    python benchmarks/compare.py --depth 0,4096        # also with 4096 tokens already in the context
 
 For each model both engines load the same GGUF file, each in its own worker process (so neither engine's
 threads, allocator or GIL touch the other's measurements), with the same thread count and context size.
@@ -14,6 +15,8 @@ to sleep).
   tg<N>  N tokens generated one at a time after a 1-token context. llama.cpp: N single-token llama_decode
          calls with no sampling, as llama-bench; akunu: greedy chain decode (akunu.bench.measure_tg), which
          includes the argmax llama.cpp does not do.
+  @ d<D> (--depth) the same tests with D random tokens already in the KV cache (prefilled untimed, the same
+         ids for both engines), as llama-bench's -d.
 
 llama.cpp runs through llama-cpp-python's low-level C API (no Python-level sampling, no detokenizing),
 flash attention on (llama-bench -fa 1), all layers offloaded with --backend cuda.
@@ -49,6 +52,11 @@ DEFAULT_MODELS = ("smollm2-135m:Q4_1,smollm2-135m:Q4_K_M,"
 PAUSE_S = 0.2  # between runs: lets the idle engine's worker threads stop spinning
 
 
+def test_name(kind: str, n: int, depth: int) -> str:
+    # Exactly akunu.bench.test_name (llama-bench's names): pp512, tg128, pp512 @ d4096.
+    return f"{kind}{n}" + (f" @ d{depth}" if depth else "")
+
+
 def prompt_tokens(n_vocab: int, n: int, seed: int) -> list[int]:
     # Exactly akunu.bench._prompt_tokens, so both engines see the same ids.
     rng = random.Random(seed)
@@ -68,11 +76,11 @@ class AkunuEngine:
         self.info = {"engine": "akunu", "version": akunu.__version__, "device": self.model.device_name,
                      "backend": self.model.backend, "n_vocab": self.model.config["vocab_size"]}
 
-    def pp(self, n: int, seed: int) -> float:
-        return self.bench.measure_pp(self.model, n, seed)
+    def pp(self, n: int, seed: int, depth: int) -> float:
+        return self.bench.measure_pp(self.model, n, seed, depth)
 
-    def tg(self, n: int) -> float:
-        return self.bench.measure_tg(self.model, n)
+    def tg(self, n: int, depth: int) -> float:
+        return self.bench.measure_tg(self.model, n, depth)
 
     def close(self):
         self.model.close()
@@ -125,27 +133,44 @@ class LlamaCppEngine:
         if rc != 0:
             raise RuntimeError(f"llama_decode returned {rc}")
 
-    def pp(self, n: int, seed: int) -> float:
-        tokens = prompt_tokens(self.n_vocab, n, seed)
-        arr = (self.L.llama_token * n)(*tokens)  # built before the clock starts
+    def _batches(self, tokens):
+        # Pointers into one array of the ids, n_batch (512) at a time, built before any clock starts.
+        n = len(tokens)
+        arr = (self.L.llama_token * n)(*tokens)
         ptr_t = self.ctypes.POINTER(self.L.llama_token)
-        chunks = [(self.ctypes.cast(self.ctypes.addressof(arr) + self.ctypes.sizeof(self.L.llama_token) * i, ptr_t),
-                   min(512, n - i)) for i in range(0, n, 512)]  # n_batch
-        self.L.llama_memory_clear(self.mem, True)
-        t0 = time.perf_counter()
+        size = self.ctypes.sizeof(self.L.llama_token)
+        return arr, [(self.ctypes.cast(self.ctypes.addressof(arr) + size * i, ptr_t), min(512, n - i))
+                     for i in range(0, n, 512)]
+
+    def _run_batches(self, chunks) -> None:
         for ptr, m in chunks:
             rc = self.L.llama_decode(self.ctx, self.L.llama_batch_get_one(ptr, m))
             if rc != 0:
                 raise RuntimeError(f"llama_decode returned {rc}")
         self.L.llama_synchronize(self.ctx)
+
+    def _fill_context(self, depth: int, seed: int) -> None:
+        # As akunu.bench._fill_context: the same ids, untimed.
+        self.L.llama_memory_clear(self.mem, True)
+        if depth > 0:
+            _arr, chunks = self._batches(prompt_tokens(self.n_vocab, depth, seed))
+            self._run_batches(chunks)
+
+    def pp(self, n: int, seed: int, depth: int) -> float:
+        self._fill_context(depth, seed + 1_000_003)
+        _arr, chunks = self._batches(prompt_tokens(self.n_vocab, n, seed))
+        t0 = time.perf_counter()
+        self._run_batches(chunks)
         return n / (time.perf_counter() - t0)
 
-    def tg(self, n: int) -> float:
+    def tg(self, n: int, depth: int) -> float:
         L = self.L
-        self.L.llama_memory_clear(self.mem, True)
-        first = self.bos if self.bos >= 0 else 0
-        self._decode([first])
-        L.llama_synchronize(self.ctx)
+        if depth > 0:
+            self._fill_context(depth, 7)
+        else:
+            self.L.llama_memory_clear(self.mem, True)
+            self._decode([self.bos if self.bos >= 0 else 0])
+            L.llama_synchronize(self.ctx)
         rng = random.Random(n)
         ids = [rng.randrange(self.n_vocab) for _ in range(n)]
         tok = (L.llama_token * 1)()
@@ -177,7 +202,8 @@ def worker_main(engine: str, path: str, threads: int, ctx: int, backend: str) ->
         if req.get("test") == "quit":
             break
         try:
-            tps = eng.pp(req["n"], req.get("seed", 0)) if req["test"] == "pp" else eng.tg(req["n"])
+            depth = req.get("depth", 0)
+            tps = eng.pp(req["n"], req.get("seed", 0), depth) if req["test"] == "pp" else eng.tg(req["n"], depth)
             out.write(json.dumps({"tps": tps}) + "\n")
         except Exception as e:
             out.write(json.dumps({"error": f"{type(e).__name__}: {e}"}) + "\n")
@@ -209,12 +235,12 @@ class Worker:
             raise RuntimeError(f"{self.engine} worker died (exit {self.proc.returncode}); log tail:\n{tail}")
         return json.loads(line)
 
-    def run(self, test: str, n: int, seed: int = 0) -> float:
-        self.proc.stdin.write(json.dumps({"test": test, "n": n, "seed": seed}) + "\n")
+    def run(self, test: str, n: int, seed: int = 0, depth: int = 0) -> float:
+        self.proc.stdin.write(json.dumps({"test": test, "n": n, "seed": seed, "depth": depth}) + "\n")
         self.proc.stdin.flush()
         reply = self._read()
         if "error" in reply:
-            raise RuntimeError(f"{self.engine} {test}{n}: {reply['error']}")
+            raise RuntimeError(f"{self.engine} {test}{n} at depth {depth}: {reply['error']}")
         return reply["tps"]
 
     def close(self):
@@ -249,21 +275,22 @@ def bench_model(key: str, args, log_dir: Path) -> dict:
             workers[engine] = Worker(engine, path, args.threads, args.ctx, args.backend, log_dir)
         entry["engines"] = {e: w.info for e, w in workers.items()}
         tests = []
-        if args.n_prompt > 0:
-            tests.append(("pp", args.n_prompt))
-        if args.n_gen > 0:
-            tests.append(("tg", args.n_gen))
-        results = {e: {f"{t}{n}": [] for t, n in tests} for e in workers}
-        for t, n in tests:  # warm-up
+        for d in args.depths:
+            if args.n_prompt > 0:
+                tests.append(("pp", args.n_prompt, d))
+            if args.n_gen > 0:
+                tests.append(("tg", args.n_gen, d))
+        results = {e: {test_name(t, n, d): [] for t, n, d in tests} for e in workers}
+        for t, n, d in tests:  # warm-up
             for e, w in workers.items():
-                w.run(t, n, seed=-1)
+                w.run(t, n, seed=-1, depth=d)
                 time.sleep(PAUSE_S)
         for r in range(args.reps):
-            for t, n in tests:
+            for t, n, d in tests:
                 for e, w in workers.items():
-                    tps = w.run(t, n, seed=r)
-                    results[e][f"{t}{n}"].append(tps)
-                    print(f"   rep {r + 1}/{args.reps} {t}{n:<4} {e:<9} {tps:9.2f} t/s", flush=True)
+                    tps = w.run(t, n, seed=r, depth=d)
+                    results[e][test_name(t, n, d)].append(tps)
+                    print(f"   rep {r + 1}/{args.reps} {test_name(t, n, d):<14} {e:<9} {tps:9.2f} t/s", flush=True)
                     time.sleep(PAUSE_S)
         entry["results"] = {e: {test: summary(v) for test, v in res.items()} for e, res in results.items()}
         entry["ratios"] = {test: entry["results"]["akunu"][test]["mean"] / entry["results"]["llama.cpp"][test]["mean"]
@@ -320,7 +347,9 @@ def fmt_size(n: int) -> str:
 
 def render_markdown(report: dict) -> str:
     h = report["header"]
-    pp, tg = h["tests"]
+    pairs = h["test_pairs"]  # per depth the names of its tests: [pp, tg], or the one measured
+    with_depth = len(pairs) > 1 or h["depths"] != [0]
+    bases = [name.split(" @ ")[0] for name in pairs[0]]
     lines = [
         f"# akunu vs llama.cpp — {h['date']}",
         "",
@@ -333,23 +362,25 @@ def render_markdown(report: dict) -> str:
         f"- command: `{h['command']}`",
         f"- load average before / after: {h['load_average_before_after'][0]} / {h['load_average_before_after'][1]}",
         "",
-        f"| model | quant | weights | size | akunu {pp} | llama.cpp {pp} | {pp} ratio | akunu {tg} | "
-        f"llama.cpp {tg} | {tg} ratio |",
-        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| model | quant | weights | size |" + (" depth |" if with_depth else "") +
+        "".join(f" akunu {b} | llama.cpp {b} | {b} ratio |" for b in bases),
+        "| --- | --- | --- | ---: |" + (" ---: |" if with_depth else "") + " ---: | ---: | ---: |" * len(bases),
     ]
     for m in report["models"]:
         if "error" in m or "results" not in m:
-            lines.append(f"| {m['model']} | {m['quant']} | | | failed: {m.get('error', '?')} | | | | | |")
+            lines.append(f"| {m['model']} | {m['quant']} | | |{' |' if with_depth else ''} failed: "
+                         f"{m.get('error', '?')} |" + " |" * (3 * len(bases) - 1))
             continue
-        cells = [m["model"], m["quant"], m["weights"], fmt_size(m["size_bytes"])]
-        for test in (pp, tg):
-            if test not in m["ratios"]:
-                cells += ["-", "-", "-"]
-                continue
-            a, l_ = m["results"]["akunu"][test], m["results"]["llama.cpp"][test]
-            cells += [f"{a['mean']:.2f} ± {a['std']:.2f}", f"{l_['mean']:.2f} ± {l_['std']:.2f}",
-                      f"**{m['ratios'][test]:.2f}x**"]
-        lines.append("| " + " | ".join(cells) + " |")
+        for depth, names in zip(h["depths"], pairs):
+            cells = [m["model"], m["quant"], m["weights"], fmt_size(m["size_bytes"])] + ([str(depth)] if with_depth else [])
+            for test in names:
+                if test not in m["ratios"]:
+                    cells += ["-", "-", "-"]
+                    continue
+                a, l_ = m["results"]["akunu"][test], m["results"]["llama.cpp"][test]
+                cells += [f"{a['mean']:.2f} ± {a['std']:.2f}", f"{l_['mean']:.2f} ± {l_['std']:.2f}",
+                          f"**{m['ratios'][test]:.2f}x**"]
+            lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     return "\n".join(lines)
 
@@ -362,8 +393,9 @@ def render_chart(report: dict, png: Path) -> None:
 
     h = report["header"]
     ok = [m for m in report["models"] if "results" in m]
-    fig, axes = plt.subplots(1, 2, figsize=(max(8, 1.6 * len(ok) + 4), 4.5))
-    for ax, test in zip(axes, h["tests"]):
+    tests = [name for pair in h["test_pairs"] for name in pair]
+    fig, axes = plt.subplots(1, len(tests), figsize=(max(8, (1.6 * len(ok) + 4) * len(tests) / 2), 4.5), squeeze=False)
+    for ax, test in zip(axes[0], tests):
         labels = [f"{m['model']}\n{m['quant']}" for m in ok]
         xs = range(len(ok))
         for off, engine, color in ((-0.2, "akunu", "#1f77b4"), (0.2, "llama.cpp", "#ff7f0e")):
@@ -396,7 +428,10 @@ def main(argv=None) -> int:
     ap.add_argument("--reps", type=int, default=3, help="repetitions per test (default 3)")
     ap.add_argument("--n-prompt", type=int, default=512, help="prompt tokens of the pp test (default 512; 0: skip)")
     ap.add_argument("--n-gen", type=int, default=128, help="generated tokens of the tg test (default 128; 0: skip)")
-    ap.add_argument("--ctx", type=int, default=1024, help="context (KV cache) size for both engines (default 1024)")
+    ap.add_argument("--depth", default="0",
+                    help="tokens already in the context before each test, comma-separated (llama-bench's -d; default 0)")
+    ap.add_argument("--ctx", type=int, default=None,
+                    help="context (KV cache) size for both engines (default: 1024, or what the deepest test needs)")
     ap.add_argument("--backend", choices=("cpu", "cuda"), default="cpu")
     ap.add_argument("--out", type=Path, default=None,
                     help="directory for compare.{md,json,png} (default: benchmarks/results/latest.{md,json,png})")
@@ -405,13 +440,22 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args._worker:
         return worker_main(args._worker, args._model, args.threads, args.ctx, args.backend)
+    try:
+        args.depths = [int(d) for d in args.depth.split(",")]
+    except ValueError:
+        ap.error(f"--depth takes comma-separated token counts, not {args.depth!r}")
+    if min(args.depths) < 0:
+        ap.error("--depth values must be >= 0")
+    need = max(args.depths) + max(args.n_prompt, args.n_gen + 1)
+    if args.ctx is None:
+        args.ctx = max(1024, need)
 
     if args.reps < 1 or args.threads < 1 or args.n_prompt < 0 or args.n_gen < 0:
         ap.error("--reps and --threads must be >= 1, --n-prompt and --n-gen >= 0")
     if args.n_prompt == 0 and args.n_gen == 0:
         ap.error("nothing to measure: --n-prompt and --n-gen are both 0")
-    if max(args.n_prompt, args.n_gen + 1) > args.ctx:
-        ap.error(f"pp{args.n_prompt}/tg{args.n_gen} do not fit --ctx {args.ctx}")
+    if need > args.ctx:
+        ap.error(f"depth {max(args.depths)} + pp{args.n_prompt}/tg{args.n_gen} do not fit --ctx {args.ctx}")
     keys = bench_models.all_keys() if args.models == "all" else [k.strip() for k in args.models.split(",") if k.strip()]
     for k in keys:
         bench_models.parse_key(k)  # fail on a typo before an hour of measuring
@@ -443,7 +487,9 @@ def main(argv=None) -> int:
         "threads": args.threads,
         "ctx": args.ctx,
         "reps": args.reps,
-        "tests": [f"pp{args.n_prompt}", f"tg{args.n_gen}"],
+        "depths": args.depths,
+        "test_pairs": [[test_name(kind, n, d) for kind, n in (("pp", args.n_prompt), ("tg", args.n_gen)) if n > 0]
+                       for d in args.depths],
         "akunu_version": akunu.__version__,
         "git": git_revision(),
         "llama_version": first["llama.cpp"]["version"] if first else "llama-cpp-python ?",

@@ -51,6 +51,21 @@ def test_bench_prints_llama_bench_table(smollm2_path):
     assert re.search(r"\| tg8 \| [\d.]+ ± [\d.]+ \|$", rows[1])
 
 
+def test_bench_at_depths(smollm2_path):
+    # llama-bench's -d: each test again with 64 tokens already in the context (the context is sized to fit).
+    r = akunu_cli("bench", "-m", str(smollm2_path), "-p", "16", "-n", "4", "-r", "1", "-d", "0,64")
+    assert r.returncode == 0, r.stderr
+    tests = [line.split("|")[5].strip() for line in r.stdout.splitlines() if line.startswith("| SmolLM2")]
+    assert tests == ["pp16", "tg4", "pp16 @ d64", "tg4 @ d64"]
+
+
+def test_bench_rejects_bad_depths(smollm2_path):
+    r = akunu_cli("bench", "-m", str(smollm2_path), "-p", "16", "-n", "4", "-d", "0,lots")
+    assert r.returncode == 2 and "--n-depth" in r.stderr
+    r = akunu_cli("bench", "-m", str(smollm2_path), "-p", "16", "-n", "4", "-d", "600", "-c", "512")
+    assert r.returncode == 2 and "do not fit the context length 512" in r.stderr
+
+
 def test_bench_rejects_bad_arguments(smollm2_path):
     r = akunu_cli("bench", "-m", str(smollm2_path), "-p", "32", "-n", "8", "-r", "0")
     assert r.returncode == 2 and "repetitions" in r.stderr

@@ -93,8 +93,14 @@ def cmd_inspect(args) -> int:
 def cmd_bench(args) -> int:
     from .bench import run_bench
 
+    try:
+        depths = [int(d) for d in args.n_depth.split(",")]
+    except ValueError:
+        raise ValueError(f"-d/--n-depth takes comma-separated token counts, not {args.n_depth!r}") from None
+    if args.context is None and max(depths) > 0:  # room for the deepest test unless -c says otherwise
+        args.context = max(depths) + max(args.n_prompt, args.n_gen + 1)
     model = _load(args)
-    print(run_bench(model, args.n_prompt, args.n_gen, args.repetitions))
+    print(run_bench(model, args.n_prompt, args.n_gen, args.repetitions, depths))
     return 0
 
 
@@ -143,6 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-p", "--n-prompt", type=int, default=512)
     p.add_argument("-n", "--n-gen", type=int, default=128)
     p.add_argument("-r", "--repetitions", type=int, default=3)
+    p.add_argument("-d", "--n-depth", default="0",
+                   help="tokens already in the context before each test, comma-separated (llama-bench's -d), e.g. 0,4096")
     p.set_defaults(func=cmd_bench)
     return parser
 

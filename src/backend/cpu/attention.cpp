@@ -48,6 +48,30 @@ inline void axpy_f16(float *out, float w, const uint16_t *v, uint32_t n) {
     for (; i < n; ++i) out[i] += w * fp16_to_f32(v[i]);
 }
 
+// out[0..n) = sum_j w[j] * v_j over n_keys cached F16 rows v_j (stride n apart). The output is
+// accumulated in registers, 64 elements (8 AVX2 registers) at a time, so a key costs its loads,
+// conversions and FMAs only: an axpy per key would also load and store all of out.
+inline void weighted_sum_f16(float *out, const float *w, const uint16_t *V, uint32_t n_keys, uint32_t n) {
+    uint32_t i = 0;
+#if AKUNU_ATTN_AVX2
+    for (; i + 64 <= n; i += 64) {
+        __m256 acc[8];
+        for (int c = 0; c < 8; ++c) acc[c] = _mm256_setzero_ps();
+        const uint16_t *v = V + i;
+        for (uint32_t j = 0; j < n_keys; ++j, v += n) {
+            const __m256 wj = _mm256_set1_ps(w[j]);
+            for (int c = 0; c < 8; ++c)
+                acc[c] = _mm256_fmadd_ps(wj, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(v + 8 * c))),
+                                         acc[c]);
+        }
+        for (int c = 0; c < 8; ++c) _mm256_storeu_ps(out + i + 8 * c, acc[c]);
+    }
+#endif
+    if (i == n) return;
+    std::fill(out + i, out + n, 0.f);
+    for (uint32_t j = 0; j < n_keys; ++j) axpy_f16(out + i, w[j], V + (size_t)j * n + i, n - i);
+}
+
 }  // namespace
 
 // Unit = (head, query row). Query row r sits at position + r and sees cache rows 0..position + r
@@ -81,10 +105,9 @@ void attention_f16kv_kernel(const KernelArgs &a, int64_t begin, int64_t end) {
             for (uint32_t j = 0; j < n_keys; ++j) scores[j] = p.softcap * std::tanh(scores[j] * inv_cap);
             max_score = p.softcap * std::tanh(max_score * inv_cap);
         }
-        const float denom = exp_shifted_sum(scores.data(), max_score, scores.data(), n_keys);
-        std::fill(out, out + p.head_dim, 0.f);
-        const float inv = 1.0f / denom;
-        for (uint32_t j = 0; j < n_keys; ++j) axpy_f16(out, scores[j] * inv, V + (size_t)j * p.head_dim, p.head_dim);
+        const float inv = 1.0f / exp_shifted_sum(scores.data(), max_score, scores.data(), n_keys);
+        for (uint32_t j = 0; j < n_keys; ++j) scores[j] *= inv;
+        weighted_sum_f16(out, scores.data(), V, n_keys, p.head_dim);
     }
 }
 

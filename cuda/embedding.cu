@@ -72,16 +72,10 @@ void launch_embedding(const LaunchArgs &a, const char *name) {
 
 void launch_embedding_f32(const LaunchArgs &a) { launch_embedding<FmtF32, false>(a, "embedding_f32"); }
 void launch_embedding_f16(const LaunchArgs &a) { launch_embedding<FmtF16, false>(a, "embedding_f16"); }
-void launch_embedding_q8_0_g8(const LaunchArgs &a) { launch_embedding<G8FmtQ8_0, true>(a, "embedding_q8_0_g8"); }
-void launch_embedding_q4_0_g8(const LaunchArgs &a) { launch_embedding<G8FmtQ4_0, true>(a, "embedding_q4_0_g8"); }
-void launch_embedding_q4_1_g8(const LaunchArgs &a) { launch_embedding<G8FmtQ4_1, true>(a, "embedding_q4_1_g8"); }
-void launch_embedding_q4_k_g8(const LaunchArgs &a) { launch_embedding<G8FmtQ4_K, true>(a, "embedding_q4_k_g8"); }
-void launch_embedding_q6_k_g8(const LaunchArgs &a) { launch_embedding<G8FmtQ6_K, true>(a, "embedding_q6_k_g8"); }
-void launch_embedding_q5_k_g8(const LaunchArgs &a) { launch_embedding<G8FmtQ5_K, true>(a, "embedding_q5_k_g8"); }
-void launch_embedding_iq4_nl_g8(const LaunchArgs &a) { launch_embedding<G8FmtIQ4_NL, true>(a, "embedding_iq4_nl_g8"); }
-void launch_embedding_iq4_xs_g8(const LaunchArgs &a) { launch_embedding<G8FmtIQ4_XS, true>(a, "embedding_iq4_xs_g8"); }
-void launch_embedding_q5_0_g8(const LaunchArgs &a) { launch_embedding<G8FmtQ8_0, true>(a, "embedding_q5_0_g8"); }
-void launch_embedding_q5_1_g8(const LaunchArgs &a) { launch_embedding<G8FmtQ5_1, true>(a, "embedding_q5_1_g8"); }
+#define AKUNU_DEFINE_G8(lower, upper, fmt) \
+    void launch_embedding_##lower##_g8(const LaunchArgs &a) { launch_embedding<fmt, true>(a, "embedding_" #lower "_g8"); }
+AKUNU_CUDA_G8_FORMATS(AKUNU_DEFINE_G8)
+#undef AKUNU_DEFINE_G8
 #define AKUNU_DEFINE(lower, upper) \
     void launch_embedding_##lower(const LaunchArgs &a) { launch_embedding<Fmt##upper, false>(a, "embedding_" #lower); }
 AKUNU_CUDA_KQUANT_FORMATS(AKUNU_DEFINE)

@@ -319,16 +319,10 @@ void launch_gemm_g8(const LaunchArgs &a, const char *name) {
 
 void launch_gemm_f32(const LaunchArgs &a) { launch_gemm_rows<FmtF32>(a, "gemm_f32"); }
 void launch_gemm_f16(const LaunchArgs &a) { launch_gemm_rows<FmtF16>(a, "gemm_f16"); }
-void launch_gemm_q8_0_g8(const LaunchArgs &a) { launch_gemm_g8<G8FmtQ8_0>(a, "gemm_q8_0_g8"); }
-void launch_gemm_q4_0_g8(const LaunchArgs &a) { launch_gemm_g8<G8FmtQ4_0>(a, "gemm_q4_0_g8"); }
-void launch_gemm_q4_1_g8(const LaunchArgs &a) { launch_gemm_g8<G8FmtQ4_1>(a, "gemm_q4_1_g8"); }
-void launch_gemm_q4_k_g8(const LaunchArgs &a) { launch_gemm_g8<G8FmtQ4_K>(a, "gemm_q4_k_g8"); }
-void launch_gemm_q6_k_g8(const LaunchArgs &a) { launch_gemm_g8<G8FmtQ6_K>(a, "gemm_q6_k_g8"); }
-void launch_gemm_q5_k_g8(const LaunchArgs &a) { launch_gemm_g8<G8FmtQ5_K>(a, "gemm_q5_k_g8"); }
-void launch_gemm_iq4_nl_g8(const LaunchArgs &a) { launch_gemm_g8<G8FmtIQ4_NL>(a, "gemm_iq4_nl_g8"); }
-void launch_gemm_iq4_xs_g8(const LaunchArgs &a) { launch_gemm_g8<G8FmtIQ4_XS>(a, "gemm_iq4_xs_g8"); }
-void launch_gemm_q5_0_g8(const LaunchArgs &a) { launch_gemm_g8<G8FmtQ8_0>(a, "gemm_q5_0_g8"); }  // Q5_0 as Q8_0
-void launch_gemm_q5_1_g8(const LaunchArgs &a) { launch_gemm_g8<G8FmtQ5_1>(a, "gemm_q5_1_g8"); }
+#define AKUNU_DEFINE_G8(lower, upper, fmt) \
+    void launch_gemm_##lower##_g8(const LaunchArgs &a) { launch_gemm_g8<fmt>(a, "gemm_" #lower "_g8"); }
+AKUNU_CUDA_G8_FORMATS(AKUNU_DEFINE_G8)
+#undef AKUNU_DEFINE_G8
 #define AKUNU_DEFINE(lower, upper) \
     void launch_gemm_##lower(const LaunchArgs &a) { launch_gemm_rows<Fmt##upper>(a, "gemm_" #lower); }
 AKUNU_CUDA_KQUANT_FORMATS(AKUNU_DEFINE)
@@ -354,16 +348,10 @@ bool takes_q16_input(const LaunchArgs &a, const float **row, uint32_t *len, cons
 }  // namespace
 
 bool gemv_takes_q16_input(LaunchFn fn, const LaunchArgs &a, const float **row, uint32_t *len, const float **norm_w) {
-    if (fn == launch_gemm_q4_0_g8) return takes_q16_input<G8FmtQ4_0>(a, row, len, norm_w);
-    if (fn == launch_gemm_q4_1_g8) return takes_q16_input<G8FmtQ4_1>(a, row, len, norm_w);
-    if (fn == launch_gemm_q8_0_g8) return takes_q16_input<G8FmtQ8_0>(a, row, len, norm_w);
-    if (fn == launch_gemm_q4_k_g8) return takes_q16_input<G8FmtQ4_K>(a, row, len, norm_w);
-    if (fn == launch_gemm_q6_k_g8) return takes_q16_input<G8FmtQ6_K>(a, row, len, norm_w);
-    if (fn == launch_gemm_q5_k_g8) return takes_q16_input<G8FmtQ5_K>(a, row, len, norm_w);
-    if (fn == launch_gemm_iq4_nl_g8) return takes_q16_input<G8FmtIQ4_NL>(a, row, len, norm_w);
-    if (fn == launch_gemm_iq4_xs_g8) return takes_q16_input<G8FmtIQ4_XS>(a, row, len, norm_w);
-    if (fn == launch_gemm_q5_0_g8) return takes_q16_input<G8FmtQ8_0>(a, row, len, norm_w);
-    if (fn == launch_gemm_q5_1_g8) return takes_q16_input<G8FmtQ5_1>(a, row, len, norm_w);
+#define AKUNU_TAKES_Q16(lower, upper, fmt) \
+    if (fn == launch_gemm_##lower##_g8) return takes_q16_input<fmt>(a, row, len, norm_w);
+    AKUNU_CUDA_G8_FORMATS(AKUNU_TAKES_Q16)
+#undef AKUNU_TAKES_Q16
     return false;
 }
 

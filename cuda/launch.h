@@ -26,7 +26,7 @@ struct PatchContext {
 
 // Workspace the device lends to kernels that need more than their buffers: split-attention
 // partials, argmax's or the sampler's block results (the last 128 floats), a prefill GEMM's f16
-// (or bf16) activations.
+// activations.
 // Commands run one after another, so they take turns with it.
 struct Workspace {
     float *data = nullptr;
@@ -45,7 +45,7 @@ struct Workspace {
     uint32_t attention_min_keys = 0;  // decode attention's fewest keys per split; 0: its own rule
     uint32_t attention_warps = 0;     // warps per decode-attention block (4, 8, 16); 0: its own rule
     size_t l2_bytes = 0;
-    const CublasGemm *cublas = nullptr;  // the F16 / BF16 prefill GEMMs' library, when it loads
+    const CublasGemm *cublas = nullptr;  // the F16 prefill GEMMs' library (cuBLAS), when it loads
 };
 
 // A decode activation row handed from one command to the next in the integer GEMV's quantized
@@ -86,28 +86,19 @@ size_t q16_handoff_bytes(uint32_t len);
 // --- launchers, one per kernel name (names as in the CPU backend; _g8: the g8 layout) -------
 void launch_embedding_f32(const LaunchArgs &);
 void launch_embedding_f16(const LaunchArgs &);
-void launch_embedding_q8_0_g8(const LaunchArgs &);
-void launch_embedding_q4_0_g8(const LaunchArgs &);
-void launch_embedding_q4_1_g8(const LaunchArgs &);
-void launch_embedding_q4_k_g8(const LaunchArgs &);
-void launch_embedding_q6_k_g8(const LaunchArgs &);
-void launch_embedding_q5_k_g8(const LaunchArgs &);
-void launch_embedding_iq4_nl_g8(const LaunchArgs &);
-void launch_embedding_iq4_xs_g8(const LaunchArgs &);
-void launch_embedding_q5_0_g8(const LaunchArgs &);
-void launch_embedding_q5_1_g8(const LaunchArgs &);
 void launch_gemm_f32(const LaunchArgs &);
 void launch_gemm_f16(const LaunchArgs &);
-void launch_gemm_q8_0_g8(const LaunchArgs &);
-void launch_gemm_q4_0_g8(const LaunchArgs &);
-void launch_gemm_q4_1_g8(const LaunchArgs &);
-void launch_gemm_q4_k_g8(const LaunchArgs &);
-void launch_gemm_q6_k_g8(const LaunchArgs &);
-void launch_gemm_q5_k_g8(const LaunchArgs &);
-void launch_gemm_iq4_nl_g8(const LaunchArgs &);
-void launch_gemm_iq4_xs_g8(const LaunchArgs &);
-void launch_gemm_q5_0_g8(const LaunchArgs &);
-void launch_gemm_q5_1_g8(const LaunchArgs &);
+// The g8 formats (cuda/layout_g8.h, repacked at load): X(kernel-name suffix, DType, device format
+// of cuda/formats_g8.cuh). Q5_0 runs as Q8_0 (int8 q - 16).
+#define AKUNU_CUDA_G8_FORMATS(X)                                                                      \
+    X(q8_0, Q8_0, G8FmtQ8_0) X(q4_0, Q4_0, G8FmtQ4_0) X(q4_1, Q4_1, G8FmtQ4_1) X(q4_k, Q4_K, G8FmtQ4_K) \
+    X(q6_k, Q6_K, G8FmtQ6_K) X(q5_k, Q5_K, G8FmtQ5_K) X(iq4_nl, IQ4_NL, G8FmtIQ4_NL)                    \
+    X(iq4_xs, IQ4_XS, G8FmtIQ4_XS) X(q5_0, Q5_0, G8FmtQ8_0) X(q5_1, Q5_1, G8FmtQ5_1)
+#define AKUNU_DECLARE_G8(lower, upper, fmt)                   \
+    void launch_gemm_##lower##_g8(const LaunchArgs &); \
+    void launch_embedding_##lower##_g8(const LaunchArgs &);
+AKUNU_CUDA_G8_FORMATS(AKUNU_DECLARE_G8)
+#undef AKUNU_DECLARE_G8
 // The group-scaled dtypes read as stored (cuda/formats_kquant.cuh): X(kernel-name suffix, Fmt suffix / DType).
 #define AKUNU_CUDA_KQUANT_FORMATS(X) \
     X(q2_k, Q2_K) X(q3_k, Q3_K)

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/errors.h"
@@ -27,7 +28,6 @@ using CreateFn = Status (*)(Handle *);
 using DestroyFn = Status (*)(Handle);
 using SetStreamFn = Status (*)(Handle, cudaStream_t);
 using SetWorkspaceFn = Status (*)(Handle, void *, size_t);
-using GetVersionFn = Status (*)(Handle, int *);
 using GemmExFn = Status (*)(Handle, int transa, int transb, int m, int n, int k, const void *alpha, const void *A,
                             cudaDataType Atype, int lda, const void *B, cudaDataType Btype, int ldb, const void *beta,
                             void *C, cudaDataType Ctype, int ldc, int computeType, int algo);
@@ -68,17 +68,13 @@ uint64_t cublas_gemms_launched() { return g_gemms.load(); }
 
 CublasGemm::CublasGemm(cudaStream_t stream) : stream_(stream) {
     const char *v = std::getenv("AKUNU_CUDA_CUBLAS");
-    if (v && std::strcmp(v, "0") == 0) {
-        tried_ = true;
-        description_ = "cuBLAS switched off (AKUNU_CUDA_CUBLAS=0)";
-    }
+    if (v && std::strcmp(v, "0") == 0) tried_ = true;
 }
 
 CublasGemm::~CublasGemm() {
     if (api_) {
         api_->destroy(api_->handle);
         dlclose(api_->lib);
-        delete api_;
     }
     if (workspace_) cudaFree(workspace_);
 }
@@ -87,29 +83,18 @@ bool CublasGemm::ready() const {
     if (tried_) return api_ != nullptr;
     tried_ = true;
     void *lib = nullptr;
-    std::string path;
     for (const std::string &c : library_candidates())
-        if ((lib = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL))) {
-            path = c;
-            break;
-        }
-    if (!lib) {
-        description_ = "cuBLAS not found (libcublas.so." + std::to_string(CUDART_VERSION / 1000) + ")";
-        return false;
-    }
+        if ((lib = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL))) break;
+    if (!lib) return false;
     auto create = symbol<CreateFn>(lib, "cublasCreate_v2");
     auto set_stream = symbol<SetStreamFn>(lib, "cublasSetStream_v2");
     auto set_workspace = symbol<SetWorkspaceFn>(lib, "cublasSetWorkspace_v2");
-    auto get_version = symbol<GetVersionFn>(lib, "cublasGetVersion_v2");
     auto api = std::make_unique<Api>();
     api->lib = lib;
     api->destroy = symbol<DestroyFn>(lib, "cublasDestroy_v2");
     api->gemm_ex = symbol<GemmExFn>(lib, "cublasGemmEx");
-    int version = 0;
-    if (!create || !set_stream || !set_workspace || !get_version || !api->destroy || !api->gemm_ex ||
-        create(&api->handle) != 0) {
+    if (!create || !set_stream || !set_workspace || !api->destroy || !api->gemm_ex || create(&api->handle) != 0) {
         dlclose(lib);
-        description_ = "cuBLAS at " + path + " unusable (missing entry points or no handle)";
         return false;
     }
     if (cudaMalloc(&workspace_, kWorkspaceBytes) != cudaSuccess || set_stream(api->handle, stream_) != 0 ||
@@ -119,13 +104,9 @@ bool CublasGemm::ready() const {
         dlclose(lib);
         if (workspace_) cudaFree(workspace_);
         workspace_ = nullptr;
-        description_ = "cuBLAS at " + path + " could not be set up on this stream";
         return false;
     }
-    get_version(api->handle, &version);
-    description_ = "cuBLAS " + std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) + "." +
-                   std::to_string(version % 100) + " from " + path;
-    api_ = api.release();
+    api_ = std::move(api);
     return true;
 }
 

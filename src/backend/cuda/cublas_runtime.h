@@ -10,7 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string>
+#include <memory>
 
 namespace akunu::cuda {
 
@@ -31,16 +31,12 @@ public:
     void gemm(const void *w, size_t w_ld, const void *x, size_t x_ld, float *y, size_t y_ld, uint32_t M, uint32_t N,
               uint32_t K, bool accumulate) const;
 
-    // "cuBLAS 12.x.y from <path>" once loaded, else why not ("" before the first ready()).
-    const std::string &description() const { return description_; }
-
 private:
     struct Api;
     cudaStream_t stream_;
     mutable bool tried_ = false;
-    mutable Api *api_ = nullptr;  // resolved entry points and the handle; null until loaded
+    mutable std::unique_ptr<Api> api_;  // resolved entry points and the handle; null until loaded
     mutable void *workspace_ = nullptr;
-    mutable std::string description_;
 };
 
 // GEMMs run through cuBLAS so far, all devices (a test's proof that the path is taken).

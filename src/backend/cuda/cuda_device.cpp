@@ -63,29 +63,12 @@ const DTypeDescriptor kCudaDTypes[] = {
     {DType::F32, "gemm_f32", "embedding_f32", nullptr, nullptr},
     {DType::F16, "gemm_f16", "embedding_f16", nullptr, nullptr},
     {DType::BF16, "gemm_f16", "embedding_f16", nullptr, nullptr, bf16_matrix_bytes, bf16_matrix_as_f16, 1},
-    {DType::Q8_0, "gemm_q8_0_g8", "embedding_q8_0_g8", nullptr, nullptr, g8_matrix_bytes<DType::Q8_0>,
-     g8_matrix_repack<DType::Q8_0>, kG8Rows, true},
-    {DType::Q4_0, "gemm_q4_0_g8", "embedding_q4_0_g8", nullptr, nullptr, g8_matrix_bytes<DType::Q4_0>,
-     g8_matrix_repack<DType::Q4_0>, kG8Rows, true},
-    {DType::Q4_1, "gemm_q4_1_g8", "embedding_q4_1_g8", nullptr, nullptr, g8_matrix_bytes<DType::Q4_1>,
-     g8_matrix_repack<DType::Q4_1>, kG8Rows, true},
-    // The superblock formats: g8 blocks of sub-scale bytes, nibbles, high bits and the superblock's
-    // f16 factors (cuda/layout_g8.h; about the file's size), IQ4_XS with an f32 factor a block.
-    // IQ4_NL: the file's blocks, regrouped as Q4_0's. Q5_0 / Q5_1: a byte a quant.
-    {DType::Q4_K, "gemm_q4_k_g8", "embedding_q4_k_g8", nullptr, nullptr, g8_matrix_bytes<DType::Q4_K>,
-     g8_matrix_repack<DType::Q4_K>, kG8Rows, true},
-    {DType::Q6_K, "gemm_q6_k_g8", "embedding_q6_k_g8", nullptr, nullptr, g8_matrix_bytes<DType::Q6_K>,
-     g8_matrix_repack<DType::Q6_K>, kG8Rows, true},
-    {DType::Q5_K, "gemm_q5_k_g8", "embedding_q5_k_g8", nullptr, nullptr, g8_matrix_bytes<DType::Q5_K>,
-     g8_matrix_repack<DType::Q5_K>, kG8Rows, true},
-    {DType::IQ4_XS, "gemm_iq4_xs_g8", "embedding_iq4_xs_g8", nullptr, nullptr, g8_matrix_bytes<DType::IQ4_XS>,
-     g8_matrix_repack<DType::IQ4_XS>, kG8Rows, true},
-    {DType::IQ4_NL, "gemm_iq4_nl_g8", "embedding_iq4_nl_g8", nullptr, nullptr, g8_matrix_bytes<DType::IQ4_NL>,
-     g8_matrix_repack<DType::IQ4_NL>, kG8Rows, true},
-    {DType::Q5_0, "gemm_q5_0_g8", "embedding_q5_0_g8", nullptr, nullptr, g8_matrix_bytes<DType::Q5_0>,
-     g8_matrix_repack<DType::Q5_0>, kG8Rows, true},
-    {DType::Q5_1, "gemm_q5_1_g8", "embedding_q5_1_g8", nullptr, nullptr, g8_matrix_bytes<DType::Q5_1>,
-     g8_matrix_repack<DType::Q5_1>, kG8Rows, true},
+    // The g8 formats (g8_matrix_repack above).
+#define AKUNU_G8_ENTRY(lower, upper, fmt)                                                          \
+    {DType::upper, "gemm_" #lower "_g8", "embedding_" #lower "_g8", nullptr, nullptr, g8_matrix_bytes<DType::upper>, \
+     g8_matrix_repack<DType::upper>, kG8Rows, true},
+    AKUNU_CUDA_G8_FORMATS(AKUNU_G8_ENTRY)
+#undef AKUNU_G8_ENTRY
     // The other group-scaled dtypes, read as stored.
 #define AKUNU_ENTRY(lower, upper) {DType::upper, "gemm_" #lower, "embedding_" #lower, nullptr, nullptr},
     AKUNU_CUDA_KQUANT_FORMATS(AKUNU_ENTRY)
@@ -150,7 +133,7 @@ CudaDevice::CudaDevice(int device_index) : device_(device_index) {
     workspace_.clusters = prop.major >= 9 && switched_on("AKUNU_CUDA_ATTN_CLUSTER");
     if (const char *v = std::getenv("AKUNU_CUDA_ATTN_MIN_KEYS")) workspace_.attention_min_keys = (uint32_t)std::atoi(v);
     if (const char *v = std::getenv("AKUNU_CUDA_ATTN_WARPS")) workspace_.attention_warps = (uint32_t)std::atoi(v);
-    // AKUNU_CUDA_CUBLAS=0: the F16 / BF16 prefill GEMMs on akunu's own tiles instead of cuBLAS.
+    // AKUNU_CUDA_CUBLAS=0: the F16 (and so BF16) prefill GEMMs on akunu's own tiles, not cuBLAS.
     cublas_ = std::make_unique<CublasGemm>(stream_);
     workspace_.cublas = cublas_.get();
     // AKUNU_CUDA_Q16_HANDOFF=0: every integer GEMV quantizes its own x (no Q16Handoff).

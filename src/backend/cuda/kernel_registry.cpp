@@ -16,28 +16,12 @@ struct KernelEntry {
 const KernelEntry kKernels[] = {
     {"embedding_f32", launch_embedding_f32},
     {"embedding_f16", launch_embedding_f16},
-    {"embedding_q8_0_g8", launch_embedding_q8_0_g8},
-    {"embedding_q4_0_g8", launch_embedding_q4_0_g8},
-    {"embedding_q4_1_g8", launch_embedding_q4_1_g8},
-    {"embedding_q4_k_g8", launch_embedding_q4_k_g8},
-    {"embedding_q6_k_g8", launch_embedding_q6_k_g8},
-    {"embedding_q5_k_g8", launch_embedding_q5_k_g8},
-    {"embedding_iq4_nl_g8", launch_embedding_iq4_nl_g8},
-    {"embedding_iq4_xs_g8", launch_embedding_iq4_xs_g8},
-    {"embedding_q5_0_g8", launch_embedding_q5_0_g8},
-    {"embedding_q5_1_g8", launch_embedding_q5_1_g8},
     {"gemm_f32", launch_gemm_f32},
     {"gemm_f16", launch_gemm_f16},
-    {"gemm_q8_0_g8", launch_gemm_q8_0_g8},
-    {"gemm_q4_0_g8", launch_gemm_q4_0_g8},
-    {"gemm_q4_1_g8", launch_gemm_q4_1_g8},
-    {"gemm_q4_k_g8", launch_gemm_q4_k_g8},
-    {"gemm_q6_k_g8", launch_gemm_q6_k_g8},
-    {"gemm_q5_k_g8", launch_gemm_q5_k_g8},
-    {"gemm_iq4_nl_g8", launch_gemm_iq4_nl_g8},
-    {"gemm_iq4_xs_g8", launch_gemm_iq4_xs_g8},
-    {"gemm_q5_0_g8", launch_gemm_q5_0_g8},
-    {"gemm_q5_1_g8", launch_gemm_q5_1_g8},
+#define AKUNU_G8_ENTRIES(lower, upper, fmt) \
+    {"gemm_" #lower "_g8", launch_gemm_##lower##_g8}, {"embedding_" #lower "_g8", launch_embedding_##lower##_g8},
+    AKUNU_CUDA_G8_FORMATS(AKUNU_G8_ENTRIES)
+#undef AKUNU_G8_ENTRIES
 #define AKUNU_ENTRIES(lower, upper) {"gemm_" #lower, launch_gemm_##lower}, {"embedding_" #lower, launch_embedding_##lower},
     AKUNU_CUDA_KQUANT_FORMATS(AKUNU_ENTRIES)
 #undef AKUNU_ENTRIES

@@ -83,6 +83,7 @@ def run_bench(model, n_prompt: int, n_gen: int, repetitions: int, depths=(0,)) -
     name = os.path.basename(model.path)
     lines = [
         f"device: {model.device_name}",
+        f"kv cache: {model.kv_cache_dtype}, {model.kv_cache_bytes / 1e6:.1f} MB for {model.context_length} tokens",
         "",
         "| model | size | backend | threads | test | t/s |",
         "| --- | ---: | --- | ---: | ---: | ---: |",

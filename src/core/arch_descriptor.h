@@ -14,6 +14,8 @@ struct ArchDescriptor {
     const char *norm_kernel;           // "rmsnorm_f32"
     const char *activation_kernel;     // gated FFN activation: "silu_mul_f32", "gelu_tanh_mul_f32"
     uint32_t fused_activation;         // the same activation inside a gate/up GEMV (a GemmOutputOp)
+    // The kernels that touch the KV cache are named for an F16 cache; the table builder runs their
+    // variant for the cache's dtype (kv_kernel_name: "rope_neox_kv_write_q8", "attention_q8kv").
     const char *rope_kernel;           // RoPE + KV-cache write: "rope_interleaved_kv_write", "rope_neox_kv_write"
     const char *attention_kernel;      // "attention_f16kv" (sliding window and softcap are its params)
     // Decode attention doing the RoPE kernel's work too (RopeAttentionParams; GPU backends):

@@ -1,6 +1,8 @@
 // Kernel parameter structs, defined once and shared by every backend (the book's ShaderTypes.h).
 // Each comment lists the command's buffer bindings in order. All activations are F32 rows;
-// the KV cache is F16, head-major: cache[kv_head][position][head_dim].
+// the KV cache is head-major, cache[kv_head][position][head_dim], F16 for the kernels named
+// *_kv_write / *_f16kv and Q8_0 planes (core/kv_cache_q8.h) for their *_q8 / *_q8kv variants,
+// which take the same parameters.
 #pragma once
 #include <cstdint>
 

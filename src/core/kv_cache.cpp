@@ -1,14 +1,49 @@
 #include "core/kv_cache.h"
 
+#include "core/errors.h"
+#include "core/kv_cache_q8.h"
+
 namespace akunu {
 
-KVCache KVCache::create(Device &device, int n_layers, int n_kv_heads, int head_dim, int max_length) {
+const char *kv_cache_dtype_name(KVCacheDType dtype) { return dtype == KVCacheDType::Q8_0 ? "q8_0" : "f16"; }
+
+bool kv_cache_dtype_from_name(const std::string &name, KVCacheDType *dtype) {
+    for (KVCacheDType d : {KVCacheDType::F16, KVCacheDType::Q8_0})
+        if (name == kv_cache_dtype_name(d)) {
+            *dtype = d;
+            return true;
+        }
+    return false;
+}
+
+bool kv_cache_supports_head_dim(KVCacheDType dtype, int head_dim) {
+    return head_dim > 0 && (dtype != KVCacheDType::Q8_0 || head_dim % (int)kKVQ8Block == 0);
+}
+
+std::string kv_kernel_name(const std::string &f16_kernel, KVCacheDType dtype) {
+    if (dtype == KVCacheDType::F16) return f16_kernel;
+    const std::string f16_suffix = "_f16kv";
+    const size_t n = f16_kernel.size();
+    if (n > f16_suffix.size() && f16_kernel.compare(n - f16_suffix.size(), f16_suffix.size(), f16_suffix) == 0)
+        return f16_kernel.substr(0, n - f16_suffix.size()) + "_q8kv";
+    return f16_kernel + "_q8";
+}
+
+KVCache KVCache::create(Device &device, int n_layers, int n_kv_heads, int head_dim, int max_length,
+                        KVCacheDType dtype) {
+    if (!kv_cache_supports_head_dim(dtype, head_dim))
+        throw UnsupportedError(std::string("kv_cache_dtype '") + kv_cache_dtype_name(dtype) +
+                               "' needs head_dim a multiple of " + std::to_string(kKVQ8Block) + ", got head_dim " +
+                               std::to_string(head_dim));
     KVCache kv;
+    kv.dtype = dtype;
     kv.n_layers = n_layers;
     kv.n_kv_heads = n_kv_heads;
     kv.head_dim = head_dim;
     kv.max_length = max_length;
-    size_t per_layer = (size_t)n_kv_heads * (size_t)max_length * (size_t)head_dim * 2;  // F16
+    const size_t per_layer = dtype == KVCacheDType::Q8_0
+                                 ? kv_q8_buffer_bytes((uint32_t)n_kv_heads, (uint32_t)max_length, (uint32_t)head_dim)
+                                 : (size_t)n_kv_heads * (size_t)max_length * (size_t)head_dim * 2;
     for (int l = 0; l < n_layers; ++l) {
         kv.k_buffers.push_back(device.allocate(per_layer));
         kv.v_buffers.push_back(device.allocate(per_layer));

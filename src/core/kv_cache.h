@@ -1,14 +1,31 @@
-// KV cache, head-major: for each layer, K and V are [n_kv_heads][max_length][head_dim] F16, so one
-// head's history is contiguous for attention. Allocated once at load.
+// KV cache, head-major: for each layer, K and V are [n_kv_heads][max_length][head_dim], so one
+// head's history is contiguous for attention. Allocated once at load. Elements are F16, or 8-bit
+// Q8_0 blocks in two planes (values, then scales; kv_cache_q8.h) for half the memory.
 #pragma once
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "core/device.h"
 
 namespace akunu {
 
+enum class KVCacheDType { F16, Q8_0 };
+
+// "f16", "q8_0": the names the Python API and the CLI take.
+const char *kv_cache_dtype_name(KVCacheDType dtype);
+// False for a name that is none of them.
+bool kv_cache_dtype_from_name(const std::string &name, KVCacheDType *dtype);
+// Whether a cache of this dtype can hold heads of head_dim (Q8_0: whole 32-element blocks).
+bool kv_cache_supports_head_dim(KVCacheDType dtype, int head_dim);
+
+// The kernel that does the work of an F16-cache kernel (an ArchDescriptor name) on a cache of
+// `dtype`: "rope_neox_kv_write" -> "rope_neox_kv_write_q8", "attention_f16kv" -> "attention_q8kv",
+// "attention_rope_neox_f16kv" -> "attention_rope_neox_q8kv". F16 keeps the name.
+std::string kv_kernel_name(const std::string &f16_kernel, KVCacheDType dtype);
+
 struct KVCache {
+    KVCacheDType dtype = KVCacheDType::F16;
     int n_layers = 0;
     int n_kv_heads = 0;
     int head_dim = 0;
@@ -17,7 +34,9 @@ struct KVCache {
     std::vector<Buffer> k_buffers;
     std::vector<Buffer> v_buffers;
 
-    static KVCache create(Device &device, int n_layers, int n_kv_heads, int head_dim, int max_length);
+    // Throws UnsupportedError when `dtype` cannot hold heads of head_dim (the loader checks first).
+    static KVCache create(Device &device, int n_layers, int n_kv_heads, int head_dim, int max_length,
+                          KVCacheDType dtype = KVCacheDType::F16);
     void release(Device &device);
     size_t bytes() const;
     void advance(int n) { current_length += n; }

@@ -38,7 +38,7 @@ public:
             emit_normed_matmul({&L.q, &L.k, &L.v}, L.attention_norm, 0, rows(), sc.qkv, qkv_stride(),
                                p + "attention_norm", p + "qkv");
             if (c_.arch.has_qkv_bias) emit_bias(L.qkv_bias, p + "qkv_bias");
-            if (rows() == 1 && c_.chip.fuse_rope_into_attention) {
+            if (fuses_rope_into_attention(c_.chip, rows())) {
                 emit_rope_attention(L, l, p + "attention");
             } else {
                 if (c_.arch.qk_norm) emit_qk_norm(L, p + "qk_norm");
@@ -71,6 +71,8 @@ private:
     DispatchTable table_;
 
     uint32_t rows() const { return (uint32_t)s_.rows; }
+    // An ArchDescriptor kernel that touches the KV cache, in its variant for the cache's dtype.
+    std::string kv_kernel(const char *f16_kernel) const { return kv_kernel_name(f16_kernel, c_.kv.dtype); }
     uint32_t qkv_stride() const { return c_.config.q_dim() + 2 * c_.config.kv_dim(); }
 
     // Can a GEMV of `m_rows` rows over these matrices take a fusion at all? GPU decode only, and
@@ -295,7 +297,7 @@ private:
         p.rope_dim = cfg.rope_dim;
         p.max_seq = (uint32_t)c_.kv.max_length;
         p.qkv_stride = qkv_stride();
-        CmdBuilder b(table_, c_.device, c_.arch.rope_kernel, {rows(), 1, 1});
+        CmdBuilder b(table_, c_.device, kv_kernel(c_.arch.rope_kernel), {rows(), 1, 1});
         b.buf(c_.scratch.qkv).buf(c_.kv.k_buffers[layer]).buf(c_.kv.v_buffers[layer]).buf(rope_inv_freq(layer));
         b.params(p).label(label);
         if (s_.patched) b.patch(PatchType::Position, offsetof(RopeKVParams, position));
@@ -328,7 +330,7 @@ private:
     void emit_attention(uint32_t layer, const std::string &label) {
         const AttentionParams p = attention_params(layer);
         // One unit per (head, query row).
-        CmdBuilder b(table_, c_.device, c_.arch.attention_kernel, {p.n_heads, rows(), 1});
+        CmdBuilder b(table_, c_.device, kv_kernel(c_.arch.attention_kernel), {p.n_heads, rows(), 1});
         b.buf(c_.scratch.qkv).buf(c_.kv.k_buffers[layer]).buf(c_.kv.v_buffers[layer]).buf(c_.scratch.attn_out);
         b.params(p).label(label);
         if (s_.patched)
@@ -343,7 +345,7 @@ private:
         p.rope_dim = c_.config.rope_dim;
         p.qk_norm = c_.arch.qk_norm ? 1 : 0;
         p.norm_eps = c_.config.norm_eps;
-        CmdBuilder b(table_, c_.device, c_.arch.rope_attention_kernel, {p.attention.n_heads, 1, 1});
+        CmdBuilder b(table_, c_.device, kv_kernel(c_.arch.rope_attention_kernel), {p.attention.n_heads, 1, 1});
         b.buf(c_.scratch.qkv).buf(c_.kv.k_buffers[layer]).buf(c_.kv.v_buffers[layer]).buf(c_.scratch.attn_out);
         b.buf(rope_inv_freq(layer));
         if (c_.arch.qk_norm) b.buf(L.q_norm).buf(L.k_norm);
@@ -421,6 +423,15 @@ public:
 };
 
 }  // namespace
+
+bool fuses_rope_into_attention(const ChipConfig &chip, int rows) { return rows == 1 && chip.fuse_rope_into_attention; }
+
+std::vector<std::string> kv_cache_kernels(const ArchDescriptor &arch, const ChipConfig &chip, KVCacheDType dtype) {
+    std::vector<std::string> names = {kv_kernel_name(arch.rope_kernel, dtype),
+                                      kv_kernel_name(arch.attention_kernel, dtype)};
+    if (fuses_rope_into_attention(chip, 1)) names.push_back(kv_kernel_name(arch.rope_attention_kernel, dtype));
+    return names;
+}
 
 DispatchTable with_sampler(const DispatchTable &decode_table, const ModelContext &ctx) {
     if (decode_table.commands.empty() || decode_table.commands.back().patch != PatchType::ArgmaxOutput)

@@ -2,6 +2,9 @@
 // forward over `rows` tokens; the decode dispatch table is the rows = 1 case with per-token
 // patches, built once at load and replayed for every token.
 #pragma once
+#include <string>
+#include <vector>
+
 #include "core/arch_descriptor.h"
 #include "core/chip_config.h"
 #include "core/dispatch_table.h"
@@ -31,6 +34,12 @@ struct ModelContext {
 };
 
 DispatchTable build_forward_table(const ModelContext &ctx, const ForwardSpec &spec);
+
+// Whether a pass of `rows` rows runs RoPE, the KV append and attention as one command.
+bool fuses_rope_into_attention(const ChipConfig &chip, int rows);
+// Every kernel that reads or writes a KV cache of `dtype` in this model's forward passes (decode
+// and prefill), so that a loader can refuse a dtype the backend lacks kernels for up front.
+std::vector<std::string> kv_cache_kernels(const ArchDescriptor &arch, const ChipConfig &chip, KVCacheDType dtype);
 
 // The decode table: one token, patched per token, argmax feeding the next token's slot.
 inline DispatchTable build_dispatch_table(const ModelContext &ctx) {

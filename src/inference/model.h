@@ -29,6 +29,7 @@ struct LoadOptions {
     std::string backend = "auto";
     int context_length = 0;  // 0: the model's own, capped at kDefaultContextCap
     int threads = 0;         // 0: one per hardware thread
+    KVCacheDType kv_cache_dtype = KVCacheDType::F16;
     static constexpr int kDefaultContextCap = 4096;
 };
 
@@ -61,6 +62,7 @@ public:
     int context_length() const { return kv_.max_length; }
     int position() const { return kv_.current_length; }
     size_t kv_cache_bytes() const { return kv_.bytes(); }
+    KVCacheDType kv_cache_dtype() const { return kv_.dtype; }
     std::string chat_template() const;
 
     // --- low level: the KV cache grows with each call until reset() ----------------------

@@ -15,6 +15,25 @@ void check_options(const LoadOptions &options) {
     if (options.context_length < 0)
         throw std::invalid_argument("context_length must be positive, got " + std::to_string(options.context_length));
 }
+
+// Refuses a KV cache dtype this model or backend cannot run before any weight is uploaded: Q8_0
+// needs whole 32-element blocks per head and the backend's kernels for it.
+void check_kv_cache_dtype(Device &device, const ArchDescriptor &arch, const ChipConfig &chip, const ModelConfig &config,
+                          KVCacheDType dtype, const std::string &path) {
+    if (dtype == KVCacheDType::F16) return;
+    const std::string what = std::string("kv_cache_dtype '") + kv_cache_dtype_name(dtype) + "'";
+    if (!kv_cache_supports_head_dim(dtype, (int)config.head_dim))
+        throw UnsupportedError(path + ": " + what + " needs head_dim a multiple of 32, but this model's head_dim is " +
+                               std::to_string(config.head_dim) + " (use kv_cache_dtype 'f16')");
+    for (const std::string &kernel : kv_cache_kernels(arch, chip, dtype)) {
+        try {
+            device.get_pipeline(kernel);
+        } catch (const UnsupportedError &e) {
+            throw UnsupportedError(path + ": " + what + " is not supported by the " + device.backend_name() +
+                                   " backend yet (" + e.what() + "); use kv_cache_dtype 'f16'");
+        }
+    }
+}
 }  // namespace
 
 std::unique_ptr<Model> Model::load(const std::string &path, const LoadOptions &options) {
@@ -47,6 +66,7 @@ void Model::finish_load(const LoadOptions &options) {
     m->arch_.tie_embeddings = !m->provider_->has(tensor_names::kOutput);
     m->chip_ = m->device_->chip_config();
     if (m->config_.head_dim > 1024) throw UnsupportedError(path + ": head_dim above 1024 is not supported");
+    check_kv_cache_dtype(*m->device_, m->arch_, m->chip_, m->config_, options.kv_cache_dtype, path);
     if (m->provider_->has_gguf()) {
         m->tokenizer_ = Tokenizer::from_gguf(m->provider_->gguf());
         if (m->tokenizer_->vocab_size() > m->config_.vocab_size)
@@ -58,7 +78,7 @@ void Model::finish_load(const LoadOptions &options) {
     int context = options.context_length > 0 ? options.context_length
                                              : std::min<int>((int)m->config_.max_seq_len, LoadOptions::kDefaultContextCap);
     m->kv_ = KVCache::create(*m->device_, (int)m->config_.n_layers, (int)m->config_.n_kv_heads,
-                             (int)m->config_.head_dim, context);
+                             (int)m->config_.head_dim, context, options.kv_cache_dtype);
 
     // Widest activation row any GEMM converts: its K is dim, q_dim or ffn_dim.
     const uint32_t widest_k = std::max({m->config_.dim, m->config_.q_dim(), m->config_.ffn_dim});

@@ -1,13 +1,15 @@
 // Test hooks for the CPU row kernels (src/backend/cpu/quant_kernels.h): dequantize a raw GGUF row
 // and run gemm_rows on raw weight bytes. Underscored: for tests/test_quant_kernels.py, not users.
 // _device_gemm / _device_embedding run one GEMM / embedding command on a device of any backend
-// (the CUDA kernels included), built as table_builder.cpp builds it.
+// (the CUDA kernels included), built as table_builder.cpp builds it; _device_rope_kv_write and
+// _device_attention do the same for the KV-cache kernels of either cache dtype.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -21,6 +23,7 @@
 #include "core/dtype.h"
 #include "core/dtype_descriptor.h"
 #include "core/kernel_params.h"
+#include "core/kv_cache.h"
 #include "core/sampling_rule.h"
 #include "inference/sampler.h"
 
@@ -98,6 +101,29 @@ std::unique_ptr<DeviceMatrix> upload_matrix(const std::string &backend, const st
     if (!m->desc) throw nb::value_error((backend + " does not run " + dtype_name + " weights").c_str());
     m->w = m->dev->upload_matrix(raw.c_str(), raw.size(), *m->desc, (size_t)n_rows, (size_t)k);
     return m;
+}
+
+akunu::KVCacheDType kv_dtype_arg(const std::string &name) {
+    akunu::KVCacheDType d;
+    if (!akunu::kv_cache_dtype_from_name(name, &d)) throw nb::value_error(("unknown kv_cache_dtype '" + name + "'").c_str());
+    return d;
+}
+
+// A one-layer KV cache of `dtype` on dm's device, its buffers owned by dm.
+akunu::KVCache new_kv_cache(DeviceMatrix &dm, akunu::KVCacheDType dtype, uint32_t n_heads, uint32_t n_kv_heads,
+                            uint32_t head_dim, uint32_t max_seq) {
+    if (n_kv_heads == 0 || n_heads % n_kv_heads != 0) throw nb::value_error("n_heads must be a multiple of n_kv_heads");
+    if (max_seq == 0) throw nb::value_error("max_seq must be positive");
+    akunu::KVCache kv = akunu::KVCache::create(*dm.dev, 1, (int)n_kv_heads, (int)head_dim, (int)max_seq, dtype);
+    dm.owned.push_back(kv.k_buffers[0]);
+    dm.owned.push_back(kv.v_buffers[0]);
+    return kv;
+}
+
+nb::bytes read_bytes(akunu::Device &dev, const akunu::Buffer &b) {
+    std::string bytes(b.size, '\0');
+    dev.read_buffer(bytes.data(), b, b.size);
+    return nb::bytes(bytes.data(), bytes.size());
 }
 
 }  // namespace
@@ -394,6 +420,109 @@ void bind_kernels(nb::module_ &m) {
         nb::arg("backend"), nb::arg("dtype_name"), nb::arg("table_raw"), nb::arg("n_rows"), nb::arg("k"), nb::arg("ids"),
         "Rows `ids` of a [n_rows, k] embedding table of raw GGUF rows, through one embedding command on a new "
         "device of `backend`.");
+    m.def(
+        "_device_rope_kv_write",
+        [](const std::string &backend, const std::string &kv_cache_dtype, FloatMatrix qkv, uint32_t n_heads,
+           uint32_t n_kv_heads, uint32_t head_dim, uint32_t rope_dim, uint32_t max_seq, uint32_t position,
+           FloatVector inv_freq, bool neox) {
+            const akunu::KVCacheDType dtype = kv_dtype_arg(kv_cache_dtype);
+            const uint32_t rows = (uint32_t)qkv.shape(0), stride = (uint32_t)qkv.shape(1);
+            if (rows == 0 || stride < (n_heads + 2 * n_kv_heads) * head_dim)
+                throw nb::value_error("qkv must hold rows of at least (n_heads + 2 n_kv_heads) head_dim floats");
+            if (rope_dim % 2 != 0 || rope_dim > head_dim || inv_freq.shape(0) < std::max<size_t>(rope_dim / 2, 1))
+                throw nb::value_error("rope_dim must be even and <= head_dim, with rope_dim / 2 (at least 1) inv_freq entries");
+            if ((uint64_t)position + rows > max_seq) throw nb::value_error("position + rows exceeds max_seq");
+            std::vector<float> freq(inv_freq.data(), inv_freq.data() + inv_freq.shape(0));
+            std::unique_ptr<DeviceMatrix> dm = new_device(backend);
+            akunu::KVCache kv = new_kv_cache(*dm, dtype, n_heads, n_kv_heads, head_dim, max_seq);
+            auto *rotated = new std::vector<float>(qkv.data(), qkv.data() + (size_t)rows * stride);
+            {
+                nb::gil_scoped_release release;
+                akunu::Device &dev = *dm->dev;
+                akunu::Buffer qb = dm->alloc(rotated->size() * sizeof(float)), fb = dm->alloc(freq.size() * sizeof(float));
+                dev.write_buffer(qb, rotated->data(), rotated->size() * sizeof(float));
+                dev.write_buffer(fb, freq.data(), freq.size() * sizeof(float));
+                akunu::RopeKVParams p{position, rows, n_heads, n_kv_heads, head_dim, rope_dim, max_seq, stride};
+                const std::string kernel =
+                    akunu::kv_kernel_name(neox ? "rope_neox_kv_write" : "rope_interleaved_kv_write", dtype);
+                akunu::DispatchTable table;  // as table_builder.cpp's emit_rope_kv_write
+                akunu::CmdBuilder(table, dev, kernel, {rows, 1, 1})
+                    .buf(qb)
+                    .buf(kv.k_buffers[0])
+                    .buf(kv.v_buffers[0])
+                    .buf(fb)
+                    .params(p)
+                    .emit();
+                dev.encode_dispatch_table(table, 0, 1);
+                dev.synchronize();
+                dev.read_buffer(rotated->data(), qb, rotated->size() * sizeof(float));
+            }
+            return nb::make_tuple(
+                nb::ndarray<nb::numpy, float, nb::ndim<2>>(rotated->data(), {(size_t)rows, (size_t)stride}, owner_of(rotated)),
+                read_bytes(*dm->dev, kv.k_buffers[0]), read_bytes(*dm->dev, kv.v_buffers[0]));
+        },
+        nb::arg("backend"), nb::arg("kv_cache_dtype"), nb::arg("qkv"), nb::arg("n_heads"), nb::arg("n_kv_heads"),
+        nb::arg("head_dim"), nb::arg("rope_dim"), nb::arg("max_seq"), nb::arg("position"), nb::arg("inv_freq"),
+        nb::arg("neox") = true,
+        "One RoPE + KV-write command (rope_{neox,interleaved}_kv_write, or its _q8 variant for kv_cache_dtype "
+        "'q8_0') over qkv [rows, stride] into a fresh one-layer cache of max_seq positions on a new device of "
+        "`backend`: (qkv after the in-place rotation, K cache bytes, V cache bytes).");
+    m.def(
+        "_device_attention",
+        [](const std::string &backend, const std::string &kv_cache_dtype, FloatMatrix q, nb::bytes k_cache,
+           nb::bytes v_cache, uint32_t n_heads, uint32_t n_kv_heads, uint32_t head_dim, uint32_t max_seq,
+           uint32_t position, float scale, uint32_t window, float softcap) {
+            const akunu::KVCacheDType dtype = kv_dtype_arg(kv_cache_dtype);
+            const uint32_t rows = (uint32_t)q.shape(0), q_stride = (uint32_t)q.shape(1), out_stride = n_heads * head_dim;
+            if (rows == 0 || q_stride < out_stride) throw nb::value_error("q must hold rows of at least n_heads head_dim floats");
+            if ((uint64_t)position + rows > max_seq) throw nb::value_error("position + rows exceeds max_seq");
+            std::vector<float> q_host(q.data(), q.data() + (size_t)rows * q_stride);
+            std::unique_ptr<DeviceMatrix> dm = new_device(backend);
+            akunu::KVCache kv = new_kv_cache(*dm, dtype, n_heads, n_kv_heads, head_dim, max_seq);
+            const size_t cache_bytes = kv.k_buffers[0].size;
+            if (k_cache.size() != cache_bytes || v_cache.size() != cache_bytes)
+                throw nb::value_error(("k_cache and v_cache must hold " + std::to_string(cache_bytes) + " bytes each").c_str());
+            auto *out = new std::vector<float>((size_t)rows * out_stride);
+            {
+                nb::gil_scoped_release release;
+                akunu::Device &dev = *dm->dev;
+                dev.write_buffer(kv.k_buffers[0], k_cache.c_str(), k_cache.size());
+                dev.write_buffer(kv.v_buffers[0], v_cache.c_str(), v_cache.size());
+                akunu::Buffer qb = dm->alloc(q_host.size() * sizeof(float)), ob = dm->alloc(out->size() * sizeof(float));
+                dev.write_buffer(qb, q_host.data(), q_host.size() * sizeof(float));
+                akunu::AttentionParams p{};  // as table_builder.cpp's attention_params
+                p.position = position;
+                p.kv_len = position + rows;
+                p.rows = rows;
+                p.n_heads = n_heads;
+                p.n_kv_heads = n_kv_heads;
+                p.head_dim = head_dim;
+                p.max_seq = max_seq;
+                p.q_stride = q_stride;
+                p.out_stride = out_stride;
+                p.scale = scale;
+                p.window = window;
+                p.softcap = softcap;
+                akunu::DispatchTable table;
+                akunu::CmdBuilder(table, dev, akunu::kv_kernel_name("attention_f16kv", dtype), {n_heads, rows, 1})
+                    .buf(qb)
+                    .buf(kv.k_buffers[0])
+                    .buf(kv.v_buffers[0])
+                    .buf(ob)
+                    .params(p)
+                    .emit();
+                dev.encode_dispatch_table(table, 0, 1);
+                dev.synchronize();
+                dev.read_buffer(out->data(), ob, out->size() * sizeof(float));
+            }
+            return nb::ndarray<nb::numpy, float, nb::ndim<2>>(out->data(), {(size_t)rows, (size_t)out_stride}, owner_of(out));
+        },
+        nb::arg("backend"), nb::arg("kv_cache_dtype"), nb::arg("q"), nb::arg("k_cache"), nb::arg("v_cache"),
+        nb::arg("n_heads"), nb::arg("n_kv_heads"), nb::arg("head_dim"), nb::arg("max_seq"), nb::arg("position"),
+        nb::arg("scale"), nb::arg("window") = 0, nb::arg("softcap") = 0.0f,
+        "One attention command (attention_f16kv, or attention_q8kv for kv_cache_dtype 'q8_0') for the query rows "
+        "q [rows, q_stride] at positions position.. over one-layer K/V cache bytes (as _device_rope_kv_write "
+        "returns them) on a new device of `backend`: out [rows, n_heads * head_dim].");
     m.def(
         "_device_argmax",
         [](const std::string &backend, FloatVector logits) {

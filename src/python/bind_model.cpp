@@ -81,6 +81,17 @@ nb::list table_list(const akunu::DispatchTable &t) {
     return out;
 }
 
+akunu::LoadOptions load_options(const std::string &backend, int context_length, int threads,
+                                const std::string &kv_cache_dtype) {
+    akunu::LoadOptions opt;
+    opt.backend = backend;
+    opt.context_length = context_length;
+    opt.threads = threads;
+    if (!akunu::kv_cache_dtype_from_name(kv_cache_dtype, &opt.kv_cache_dtype))
+        throw std::invalid_argument("kv_cache_dtype must be 'f16' or 'q8_0', got '" + kv_cache_dtype + "'");
+    return opt;
+}
+
 std::vector<int32_t> to_ids(const std::vector<int64_t> &ids) {
     std::vector<int32_t> out;
     out.reserve(ids.size());
@@ -115,27 +126,20 @@ void bind_model(nb::module_ &m) {
     nb::class_<PyModel>(m, "Model", "A loaded model (token-level core; see akunu.Model for the text API).")
         .def(
             "__init__",
-            [](PyModel *self, const std::string &path, const std::string &backend, int context_length, int threads) {
-                akunu::LoadOptions opt;
-                opt.backend = backend;
-                opt.context_length = context_length;
-                opt.threads = threads;
-                new (self) PyModel{Model::load(path, opt)};
+            [](PyModel *self, const std::string &path, const std::string &backend, int context_length, int threads,
+               const std::string &kv_cache_dtype) {
+                new (self) PyModel{Model::load(path, load_options(backend, context_length, threads, kv_cache_dtype))};
             },
             nb::arg("path"), nb::arg("backend") = "auto", nb::arg("context_length") = 0, nb::arg("threads") = 0,
-            nb::call_guard<nb::gil_scoped_release>())
+            nb::arg("kv_cache_dtype") = "f16", nb::call_guard<nb::gil_scoped_release>())
         .def(
             "__init__",
             [](PyModel *self, const akunu::HFCheckpoint &checkpoint, const std::string &backend, int context_length,
-               int threads) {
-                akunu::LoadOptions opt;
-                opt.backend = backend;
-                opt.context_length = context_length;
-                opt.threads = threads;
-                new (self) PyModel{Model::load(checkpoint, opt)};
+               int threads, const std::string &kv_cache_dtype) {
+                new (self) PyModel{Model::load(checkpoint, load_options(backend, context_length, threads, kv_cache_dtype))};
             },
             nb::arg("checkpoint"), nb::arg("backend") = "auto", nb::arg("context_length") = 0, nb::arg("threads") = 0,
-            nb::call_guard<nb::gil_scoped_release>(),
+            nb::arg("kv_cache_dtype") = "f16", nb::call_guard<nb::gil_scoped_release>(),
             "Load a Hugging Face checkpoint described by an HFCheckpoint (see akunu.hf_checkpoint).")
         .def(
             "close",
@@ -164,6 +168,9 @@ void bind_model(nb::module_ &m) {
                      "The decode dispatch table: one dict (label, kernel, patch, units) per command.")
         .def_prop_ro("table_builds", [](PyModel &s) { return s.get()->table_builds(); })
         .def_prop_ro("kv_cache_bytes", [](PyModel &s) { return s.get()->kv_cache_bytes(); })
+        .def_prop_ro("kv_cache_dtype",
+                     [](PyModel &s) { return std::string(akunu::kv_cache_dtype_name(s.get()->kv_cache_dtype())); },
+                     "Element type of the KV cache: \"f16\" or \"q8_0\" (8-bit blocks of 32, half the memory).")
         .def_prop_ro("stats", [](PyModel &s) { return s.get()->stats(); })
         .def("reset", [](PyModel &s) { s.get()->reset(); }, "Empty the KV cache.")
         .def(

@@ -9,24 +9,6 @@
 
 namespace akunu {
 
-uint16_t float_to_half_bits(float f) {
-    uint32_t x;
-    std::memcpy(&x, &f, 4);
-    const uint32_t sign = (x >> 16) & 0x8000u;
-    const uint32_t absx = x & 0x7fffffffu;
-    if (absx >= 0x7f800000u) return (uint16_t)(sign | 0x7c00u | (absx > 0x7f800000u ? 0x200u : 0u));  // inf, nan
-    if (absx < 0x38800000u) {  // below 2^-14: an fp16 subnormal (or zero), in units of 2^-24
-        float a;
-        std::memcpy(&a, &absx, 4);
-        return (uint16_t)(sign | (uint32_t)std::nearbyint(a * 16777216.0f));  // exact scaling, ties to even
-    }
-    uint32_t h = ((absx >> 23) - 127 + 15) << 10 | (absx & 0x7fffffu) >> 13;
-    const uint32_t rest = absx & 0x1fffu;
-    if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;  // a carry into the exponent is right, up to inf
-    if (h >= 0x7c00u) h = 0x7c00u;
-    return (uint16_t)(sign | h);
-}
-
 namespace {
 
 float scalar_at(const uint8_t *base, DType t, size_t i) {

@@ -45,7 +45,4 @@ float mlx_dequantized_value(const MLXQuantMatrix &m, uint32_t row, uint32_t col)
 // Converts as described above; `m` must already be validated (shapes, sizes).
 ConvertedMatrix convert_mlx_matrix(const MLXQuantMatrix &m);
 
-// float -> fp16 bits, round to nearest even (overflow gives inf).
-uint16_t float_to_half_bits(float f);
-
 }  // namespace akunu

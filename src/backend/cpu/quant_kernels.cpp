@@ -25,6 +25,7 @@
 #include "backend/cpu/quant_helpers.h"
 #include "backend/cpu/simd_config.h"
 #include "backend/cpu/tile_table.h"
+#include "core/half.h"
 
 namespace akunu::cpu {
 
@@ -36,11 +37,6 @@ static inline float bits_to_f32(uint32_t bits) {
     float f;
     std::memcpy(&f, &bits, 4);
     return f;
-}
-static inline uint32_t f32_to_bits(float f) {
-    uint32_t bits;
-    std::memcpy(&bits, &f, 4);
-    return bits;
 }
 
 // Pure integer conversion: keeps NaN payloads (signalling NaNs stay signalling), like numpy.
@@ -60,31 +56,7 @@ float fp16_to_f32(uint16_t h) {
     return bits_to_f32(sign | e << 23 | (mant & 0x3ff) << 13);
 }
 
-// Round-to-nearest-even; NaN keeps its top payload bits (forced non-zero), like numpy.
-uint16_t f32_to_fp16(float f) {
-    const uint32_t x = f32_to_bits(f);
-    const uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
-    const uint32_t ax = x & 0x7fffffffu;
-    if (ax >= 0x7f800000u) {
-        if (ax == 0x7f800000u) return sign | 0x7c00;
-        uint16_t nan = (uint16_t)(0x7c00 | ((ax >> 13) & 0x3ff));
-        if (nan == 0x7c00) nan++;
-        return sign | nan;
-    }
-    if (ax >= 0x477ff000u) return sign | 0x7c00;  // >= 65520 rounds to inf
-    if (ax >= 0x38800000u) {                     // normal half (>= 2^-14)
-        const uint32_t rounded = ax + 0xfff + ((ax >> 13) & 1);
-        return sign | (uint16_t)((rounded - ((127u - 15u) << 23)) >> 13);
-    }
-    if (ax <= 0x33000000u) return sign;  // <= 2^-25 rounds (ties-to-even) to zero
-    // Subnormal half: value * 2^24 rounded to an integer, ties to even.
-    const uint32_t mant = (ax & 0x7fffff) | 0x800000;
-    const uint32_t shift = 126 - (ax >> 23);  // 14..24
-    uint32_t q = mant >> shift;
-    const uint32_t rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (q & 1))) q++;
-    return sign | (uint16_t)q;
-}
+uint16_t f32_to_fp16(float f) { return float_to_half_bits(f); }
 
 float bf16_to_f32(uint16_t h) { return bits_to_f32((uint32_t)h << 16); }
 

@@ -3,6 +3,7 @@
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/quant_kernels.h"
 #include "core/kernel_params.h"
+#include "core/kv_cache_q8.h"
 
 namespace akunu::cpu {
 
@@ -28,14 +29,30 @@ void rotate(float *v, const float *cos_t, const float *sin_t, uint32_t rope_dim)
     }
 }
 
+// Where a rotated K row and its V row go in the cache: F16 elements, or Q8_0 blocks in the
+// value and scale planes of kv_cache_q8.h.
+struct F16Rows {
+    static void store(uint8_t *cache, const RopeKVParams &p, uint32_t kv_head, uint32_t pos, const float *x) {
+        uint16_t *dst = reinterpret_cast<uint16_t *>(cache) + kv_row(kv_head, pos, p.max_seq) * p.head_dim;
+        for (uint32_t d = 0; d < p.head_dim; ++d) dst[d] = f32_to_fp16(x[d]);
+    }
+};
+struct Q8Rows {
+    static void store(uint8_t *cache, const RopeKVParams &p, uint32_t kv_head, uint32_t pos, const float *x) {
+        const size_t row = kv_row(kv_head, pos, p.max_seq);
+        const size_t scales_at = kv_q8_scales_offset(p.n_kv_heads, p.max_seq, p.head_dim);
+        int8_t *values = reinterpret_cast<int8_t *>(cache) + row * p.head_dim;
+        uint16_t *scales = reinterpret_cast<uint16_t *>(cache + scales_at) + row * (p.head_dim / kKVQ8Block);
+        quantize_kv_row_q8(x, p.head_dim, values, scales);
+    }
+};
+
 // Unit = one token row: rotate its Q and K heads in place, then store K and V at its position in
-// the head-major F16 cache.
-template <typename Pairs>
+// the head-major cache.
+template <typename Pairs, typename Rows>
 void rope_kv_write(const KernelArgs &a, int64_t begin, int64_t end) {
     const RopeKVParams &p = params_of<RopeKVParams>(a);
     const float *inv_freq = reinterpret_cast<const float *>(a.buffers[3]);
-    uint16_t *k_cache = reinterpret_cast<uint16_t *>(a.buffers[1]);
-    uint16_t *v_cache = reinterpret_cast<uint16_t *>(a.buffers[2]);
     float cos_t[512], sin_t[512];  // head_dim <= 1024 is checked at load
     const uint32_t q_dim = p.n_heads * p.head_dim, kv_dim = p.n_kv_heads * p.head_dim;
     for (int64_t r = begin; r < end; ++r) {
@@ -50,11 +67,8 @@ void rope_kv_write(const KernelArgs &a, int64_t begin, int64_t end) {
         float *k = row + q_dim, *v = row + q_dim + kv_dim;
         for (uint32_t h = 0; h < p.n_kv_heads; ++h) {
             rotate<Pairs>(k + h * p.head_dim, cos_t, sin_t, p.rope_dim);
-            const size_t dst = ((size_t)h * p.max_seq + pos) * p.head_dim;
-            for (uint32_t d = 0; d < p.head_dim; ++d) {
-                k_cache[dst + d] = f32_to_fp16(k[h * p.head_dim + d]);
-                v_cache[dst + d] = f32_to_fp16(v[h * p.head_dim + d]);
-            }
+            Rows::store(a.buffers[1], p, h, pos, k + h * p.head_dim);
+            Rows::store(a.buffers[2], p, h, pos, v + h * p.head_dim);
         }
     }
 }
@@ -62,8 +76,16 @@ void rope_kv_write(const KernelArgs &a, int64_t begin, int64_t end) {
 }  // namespace
 
 void rope_interleaved_kv_write_kernel(const KernelArgs &a, int64_t begin, int64_t end) {
-    rope_kv_write<Interleaved>(a, begin, end);
+    rope_kv_write<Interleaved, F16Rows>(a, begin, end);
 }
-void rope_neox_kv_write_kernel(const KernelArgs &a, int64_t begin, int64_t end) { rope_kv_write<NeoX>(a, begin, end); }
+void rope_neox_kv_write_kernel(const KernelArgs &a, int64_t begin, int64_t end) {
+    rope_kv_write<NeoX, F16Rows>(a, begin, end);
+}
+void rope_interleaved_kv_write_q8_kernel(const KernelArgs &a, int64_t begin, int64_t end) {
+    rope_kv_write<Interleaved, Q8Rows>(a, begin, end);
+}
+void rope_neox_kv_write_q8_kernel(const KernelArgs &a, int64_t begin, int64_t end) {
+    rope_kv_write<NeoX, Q8Rows>(a, begin, end);
+}
 
 }  // namespace akunu::cpu

@@ -1,5 +1,7 @@
 // Decode attention (one query row) over the head-major F16 KV cache: split-K flash decoding in
-// which every warp runs its own online softmax over its keys.
+// which every warp runs its own online softmax over its keys. Replays at long contexts
+// (LaunchArgs::long_context) go to the tensor-core kernel of cuda/attention_decode_gqa.cu
+// instead, where it covers the shape (docs/adr/0012-cuda-long-context-decode-attention.md).
 //
 // Why this shape: at decode the work per head is tiny (tg128: 16-144 keys) and the kernel's time
 // is its chain of dependent steps, not its arithmetic. An earlier kernel staged K and V per chunk
@@ -30,6 +32,8 @@
 #include <string>
 
 #include "cuda/attention_decode.h"
+#include "cuda/attention_decode_gqa.h"
+#include "cuda/attention_decode_parts.cuh"
 #include "cuda/common.cuh"
 #include "cuda/q16_activation.cuh"
 #include "cuda/rope_pairs.cuh"
@@ -40,18 +44,6 @@ namespace {
 
 constexpr int kMaxSplits = 32;
 constexpr uint32_t kMaxClusterSplits = 16;  // splits of a head merged inside a thread-block cluster
-
-// The plain kernel: q already rotated in qkv, the token's K/V already in the cache.
-struct NoRope {};
-
-// What the RoPE variant reads besides AttentionParams.
-struct RopeInputs {
-    const float *inv_freq = nullptr;  // [rope_dim / 2]
-    const float *q_norm = nullptr;    // QK-norm weights [head_dim]; null: no QK-norm
-    const float *k_norm = nullptr;
-    uint32_t rope_dim = 0;
-    float norm_eps = 0.f;
-};
 
 // kDpl halves of a cache row, as loaded (kDpl / 2 words); lanes past head_dim hold zeros.
 template <int kDpl>
@@ -84,88 +76,6 @@ __device__ __forceinline__ RowSlice<kDpl> load_slice(const __half *row, bool val
 template <int kDpl>
 __device__ __forceinline__ float2 slice_pair(const RowSlice<kDpl> &s, int i) {
     return __half22float2(*reinterpret_cast<const __half2 *>(&s.w[i]));
-}
-
-// A lane's dims of one head, rotated: x = rope(norm(src)) * scale, the work of the QK-norm and
-// RoPE commands in their order of float operations (so the CPU's values). `stash` is this warp's
-// [head_dim] floats of shared memory (a partner dim may live in another lane); cs holds each dim's
-// (cos, sin), computed before the wait.
-template <class Pairs, int kDpl>
-__device__ __forceinline__ void rotate_head(float (&x)[kDpl], const float *__restrict__ src,
-                                            const float *__restrict__ norm_w, const RopeInputs &ri,
-                                            const float2 (&cs)[kDpl], uint32_t hd, float scale, float *stash) {
-    const uint32_t d0 = (threadIdx.x & 31) * kDpl;
-    const bool mine = d0 < hd;
-    float sum_sq = 0.f;
-#pragma unroll
-    for (int i = 0; i < kDpl; ++i) {
-        x[i] = mine ? src[d0 + i] : 0.f;
-        sum_sq += x[i] * x[i];
-    }
-    if (norm_w) {
-        const float inv = 1.0f / sqrtf(warp_sum(sum_sq) / (float)hd + ri.norm_eps);
-#pragma unroll
-        for (int i = 0; i < kDpl; ++i)
-            if (mine) x[i] = x[i] * inv * norm_w[d0 + i];
-    }
-    if (mine)
-#pragma unroll
-        for (int i = 0; i < kDpl; ++i) stash[d0 + i] = x[i];
-    __syncwarp();
-#pragma unroll
-    for (int i = 0; i < kDpl; ++i) {
-        const uint32_t d = d0 + i;
-        if (!mine) continue;
-        if (d >= ri.rope_dim) {
-            x[i] *= scale;  // partial rotary: past rope_dim, unrotated
-            continue;
-        }
-        const uint32_t pair = Pairs::pair_of(d, ri.rope_dim);
-        const float a = stash[Pairs::first(pair, ri.rope_dim)], b = stash[Pairs::second(pair, ri.rope_dim)];
-        const float c = cs[i].x, s = cs[i].y;
-        x[i] = Pairs::is_first(d, ri.rope_dim) ? (a * c - b * s) * scale : (a * s + b * c) * scale;
-    }
-    __syncwarp();  // the stash is reused
-}
-
-// The merge of a head's splits: out[d] = sum_s acc_s[d] e^(m_s - M) / sum_s l_s e^(m_s - M), where
-// load(s, i) reads float i of split s's (m, l, acc[hd]). Each thread reads 16 splits' (m, l, acc[d])
-// at once (no load depends on another: one round of loads, where the block-phase merge before took
-// two with a barrier between), then weighs them with independent exps.
-// xq_out: also leave the head's outputs quantized for the o_proj GEMV (cuda/q16_activation.cuh;
-// head_dim % 32 == 0, so each warp holds whole blocks); out_base: the head's first output.
-template <class Load>
-__device__ __forceinline__ void merge_splits(Load load, float *__restrict__ out, uint32_t hd, uint32_t active,
-                                             XQ16Chunk *xq_out, uint32_t out_base, const float *out_norm_w) {
-    constexpr uint32_t kAtOnce = 16;
-    for (uint32_t d = threadIdx.x; d < hd; d += blockDim.x) {
-        float M = -INFINITY, L = 0.f, t = 0.f;
-        for (uint32_t s0 = 0; s0 < active; s0 += kAtOnce) {
-            float m[kAtOnce], l[kAtOnce], a[kAtOnce];
-#pragma unroll
-            for (uint32_t i = 0; i < kAtOnce; ++i) {
-                const bool on = s0 + i < active;
-                m[i] = on ? load(s0 + i, 0) : -INFINITY;
-                l[i] = on ? load(s0 + i, 1) : 0.f;
-                a[i] = on ? load(s0 + i, 2 + d) : 0.f;
-            }
-            float new_m = M;
-#pragma unroll
-            for (uint32_t i = 0; i < kAtOnce; ++i) new_m = fmaxf(new_m, l[i] > 0.f ? m[i] : -INFINITY);  // empty: none
-            const float corr = L > 0.f ? expf(M - new_m) : 0.f;
-            L *= corr;
-            t *= corr;
-#pragma unroll
-            for (uint32_t i = 0; i < kAtOnce; ++i) {
-                const float w = l[i] > 0.f ? expf(m[i] - new_m) : 0.f;
-                L = fmaf(l[i], w, L);
-                t = fmaf(a[i], w, t);
-            }
-            M = new_m;
-        }
-        out[d] = t / L;
-        if (xq_out) store_q16_block(xq_out, out_base + d - (threadIdx.x & 31), t / L, out_norm_w);
-    }
 }
 
 // Hopper: the splits of a head form one thread-block cluster; each block leaves its (m, l,
@@ -568,7 +478,9 @@ void launch_rope_decode(const LaunchArgs &a, const char *name) {
     }
     ri.rope_dim = rp.rope_dim;
     ri.norm_eps = rp.norm_eps;
-    launch_for_head_dim<Pairs>(a, rp.attention, ri);
+    constexpr DecodeRope kRope = std::is_same<Pairs, NeoX>::value ? DecodeRope::NeoX : DecodeRope::Interleaved;
+    if (!(a.long_context && launch_attention_decode_gqa(a, rp.attention, ri, kRope)))
+        launch_for_head_dim<Pairs>(a, rp.attention, ri);
     check_launch(name);
 }
 
@@ -581,6 +493,7 @@ void check_attention_shape(const AttentionParams &p, const char *name) {
 }
 
 void launch_attention_decode(const LaunchArgs &a, const AttentionParams &p) {
+    if (a.long_context && launch_attention_decode_gqa(a, p, RopeInputs{}, DecodeRope::None)) return;
     launch_for_head_dim<NoRope>(a, p, RopeInputs{});
 }
 

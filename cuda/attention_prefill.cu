@@ -3,10 +3,11 @@
 // score soft-capping of AttentionParams.
 //
 // Block = 4 warps = 64 query rows of one head; warp w owns rows 16w..16w+15. The block walks the
-// rows' keys in chunks of 64: K and V rows land in shared memory (cp.async), each warp computes
-// its 16 x 64 scores with mma.sync (Q fragments, in two f16 parts, held in registers), applies
-// the mask and an online softmax on the accumulator fragments, and multiplies the probabilities
-// (re-packed as f16 A fragments, no trip through shared memory) by V into f32 accumulators.
+// rows' keys in chunks of 64: K and V rows land in shared memory (cp.async, two buffers: the next
+// chunk loads while this one is used), each warp computes its 16 x 64 scores with mma.sync (Q
+// fragments, in two f16 parts, held in registers), applies the mask and an online softmax on the
+// accumulator fragments, and multiplies the probabilities (re-packed as f16 A fragments, no trip
+// through shared memory) by V into f32 accumulators.
 // Each K/V row is read once per 64 query rows, where the one-row kernel read it once per row.
 #include "cuda/attention_prefill.h"
 
@@ -28,8 +29,10 @@ __global__ void __launch_bounds__(kWarps * 32)
     pdl_enter();
     static_assert(HD % 16 == 0 && kTileRows == kChunkKeys, "the Q tile is staged in the key buffer");
     constexpr int LD = HD + 8;  // halves per shared row: the 8 rows of an ldmatrix hit distinct banks
-    __shared__ __align__(16) __half ks[kChunkKeys][LD];
-    __shared__ __align__(16) __half vs[kChunkKeys][LD];
+    // Two chunk buffers: the next chunk loads while this one is used.
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    auto ks = reinterpret_cast<__half(*)[kChunkKeys][LD]>(smem_raw);  // [2][kChunkKeys][LD]
+    auto vs = ks + 2;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const uint32_t g = lane >> 2, t = lane & 3;
     const uint32_t h = blockIdx.y, r0 = blockIdx.x * kTileRows;
@@ -37,7 +40,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     const size_t head_base = (size_t)(h / (p.n_heads / p.n_kv_heads)) * p.max_seq * HD;
     const __half *K = k_cache + head_base, *V = v_cache + head_base;
 
-    // The tile's q rows, scaled, as two f16 A fragments: q = hi + lo (staged through ks and vs).
+    // The tile's q rows, scaled, as two f16 A fragments: q = hi + lo (staged through buffer 1).
     // One f16 alone would put its rounding (2^-11 relative) into every score before the softmax
     // amplifies it; hi + lo carries q to ~2^-22 for a second mma per step.
     for (uint32_t i = tid; i < kTileRows * HD / 2; i += kWarps * 32) {
@@ -48,17 +51,17 @@ __global__ void __launch_bounds__(kWarps * 32)
         const float x = v.x * p.scale, y = v.y * p.scale;
         const __half2 hi = __floats2half2_rn(x, y);
         const float2 back = __half22float2(hi);
-        *reinterpret_cast<__half2 *>(&ks[row][c]) = hi;
-        *reinterpret_cast<uint32_t *>(&vs[row][c]) = pack_half2(x - back.x, y - back.y);
+        *reinterpret_cast<__half2 *>(&ks[1][row][c]) = hi;
+        *reinterpret_cast<uint32_t *>(&vs[1][row][c]) = pack_half2(x - back.x, y - back.y);
     }
     __syncthreads();
     uint32_t qa[HD / 16][4], qa_lo[HD / 16][4];
 #pragma unroll
     for (int kk = 0; kk < HD / 16; ++kk) {
-        ldmatrix_x4(qa[kk], &ks[16 * warp + (lane & 15)][16 * kk + 8 * (lane >> 4)]);
-        ldmatrix_x4(qa_lo[kk], &vs[16 * warp + (lane & 15)][16 * kk + 8 * (lane >> 4)]);
+        ldmatrix_x4(qa[kk], &ks[1][16 * warp + (lane & 15)][16 * kk + 8 * (lane >> 4)]);
+        ldmatrix_x4(qa_lo[kk], &vs[1][16 * warp + (lane & 15)][16 * kk + 8 * (lane >> 4)]);
     }
-    __syncthreads();  // ks and vs now hold keys
+    __syncthreads();  // buffer 1 now takes keys
 
     // Keys the tile needs: causal up to its last row, from the first row's window start.
     const uint32_t last_row = min(r0 + kTileRows, p.rows) - 1;
@@ -76,16 +79,25 @@ __global__ void __launch_bounds__(kWarps * 32)
         for (int c = 0; c < 4; ++c) o[j][c] = 0.f;
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
 
-    for (uint32_t c0 = k_begin; c0 < k_end; c0 += kChunkKeys) {
+    const auto stage = [&](int b, uint32_t c0) {  // chunk c0's rows into buffer b (past k_end: zeros)
         for (uint32_t i = tid; i < kChunkKeys * HD / 8; i += kWarps * 32) {
             const uint32_t j = i / (HD / 8), d = 8 * (i % (HD / 8));
             const bool ok = c0 + j < k_end;
             const size_t src = (size_t)(ok ? c0 + j : c0) * HD + d;
-            cp_async16(&ks[j][d], K + src, ok ? 16 : 0);
-            cp_async16(&vs[j][d], V + src, ok ? 16 : 0);
+            cp_async16(&ks[b][j][d], K + src, ok ? 16 : 0);
+            cp_async16(&vs[b][j][d], V + src, ok ? 16 : 0);
         }
         cp_async_commit();
-        cp_async_wait_all();
+    };
+    if (k_begin < k_end) stage(0, k_begin);
+    int buf = 0;
+    for (uint32_t c0 = k_begin; c0 < k_end; c0 += kChunkKeys, buf ^= 1) {
+        if (c0 + kChunkKeys < k_end) {  // the next chunk into the other buffer, freed by the last barrier
+            stage(buf ^ 1, c0 + kChunkKeys);
+            cp_async_wait_group<1>();
+        } else {
+            cp_async_wait_all();
+        }
         __syncthreads();
 
         if (c0 <= warp_last) {  // (a chunk wholly after the warp's rows is all masked)
@@ -100,7 +112,7 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll
                 for (int j = 0; j < kChunkKeys / 16; ++j) {
                     uint32_t b[4];
-                    ldmatrix_x4(b, &ks[16 * j + (lane & 7) + 8 * (lane >> 4)][16 * kk + 8 * ((lane >> 3) & 1)]);
+                    ldmatrix_x4(b, &ks[buf][16 * j + (lane & 7) + 8 * (lane >> 4)][16 * kk + 8 * ((lane >> 3) & 1)]);
                     mma_16816(s[2 * j], qa[kk], b);
                     mma_16816(s[2 * j + 1], qa[kk], b + 2);
                     mma_16816(s[2 * j], qa_lo[kk], b);
@@ -150,13 +162,13 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll
                 for (int dj = 0; dj < HD / 16; ++dj) {
                     uint32_t b[4];
-                    ldmatrix_x4_trans(b, &vs[16 * kk + (lane & 7) + 8 * ((lane >> 3) & 1)][16 * dj + 8 * (lane >> 4)]);
+                    ldmatrix_x4_trans(b, &vs[buf][16 * kk + (lane & 7) + 8 * ((lane >> 3) & 1)][16 * dj + 8 * (lane >> 4)]);
                     mma_16816(o[2 * dj], pa, b);
                     mma_16816(o[2 * dj + 1], pa, b + 2);
                 }
             }
         }
-        __syncthreads();  // ks / vs are rewritten by the next chunk
+        __syncthreads();  // this buffer takes the chunk after next
     }
 
 #pragma unroll
@@ -179,7 +191,10 @@ __global__ void __launch_bounds__(kWarps * 32)
 template <int HD>
 void launch(const LaunchArgs &a, const AttentionParams &p) {
     const dim3 grid((p.rows + kTileRows - 1) / kTileRows, p.n_heads);
-    launch_pdl(attention_prefill_kernel<HD>, grid, kWarps * 32, 0, a, reinterpret_cast<const float *>(a.buffers[0]),
+    const size_t smem = 4 * kChunkKeys * (HD + 8) * sizeof(__half);  // K and V, two buffers each
+    static const bool smem_ok = allow_dynamic_smem(attention_prefill_kernel<HD>, smem);
+    if (!smem_ok) throw AkunuError("internal: the prefill attention's shared memory does not fit this device");
+    launch_pdl(attention_prefill_kernel<HD>, grid, kWarps * 32, smem, a, reinterpret_cast<const float *>(a.buffers[0]),
                reinterpret_cast<const __half *>(a.buffers[1]), reinterpret_cast<const __half *>(a.buffers[2]),
                reinterpret_cast<float *>(a.buffers[3]), p, a.patch);
 }

@@ -44,6 +44,11 @@ struct Workspace {
     bool clusters = false;          // thread-block clusters (Hopper, opt-in): decode attention merges in one
     uint32_t attention_min_keys = 0;  // decode attention's fewest keys per split; 0: its own rule
     uint32_t attention_warps = 0;     // warps per decode-attention block (4, 8, 16); 0: its own rule
+    // Replays starting at this position or later run decode attention on the tensor cores, one
+    // block per KV head (cuda/attention_decode_gqa.cu); earlier ones the per-query-head kernel
+    // built for short contexts. The captured graphs are keyed on the side of it (GraphCache).
+    uint32_t long_context_keys = 0;
+    uint32_t attention_gqa_splits = 0;  // most splits per KV head of that kernel; 0: its own rule
     size_t l2_bytes = 0;
     const CublasGemm *cublas = nullptr;  // the F16 prefill GEMMs' library (cuBLAS), when it loads
 };
@@ -72,6 +77,9 @@ struct LaunchArgs {
     const Workspace *workspace;
     Q16Handoff q16_out;         // offered to this command's output row (producer side)
     const void *q16_in = nullptr;  // this GEMV's x, already quantized by the previous command
+    // Every position of this launch is at least Workspace::long_context_keys: one graph serves
+    // all replays on the same side of it, so kernels may be chosen by it.
+    bool long_context = false;
 };
 
 // Enqueues one command on args.stream (possibly several kernels). Throws on invalid shapes.

@@ -1,10 +1,15 @@
 #!/bin/bash
 # akunu against llama.cpp on llama.cpp's normal mixes of one random F16 GGUF (the same files for both
 # engines), in device-tool calls on one warm machine:
-#   build                     llama-bench + llama-quantize (background) and akunu; tests/test_cuda.py (TESTS=0: skip)
+#   build                     llama-bench + llama-quantize (background) and akunu; tests/test_cuda.py (TESTS=0: skip;
+#                             TEST_ARGS: more pytest arguments, e.g. "-k gqa")
 #   make SHAPE VOCAB "QUANTS" the shape's random F16 (cuda/bench/bench_decode.py, which also times akunu on
 #                             it) and llama-quantize's QUANTS of it (waits for the llama.cpp build)
 #   bench SHAPE "FILES"       akunu (bench_decode.py) then llama-bench on each file (F16, Q4_K_M-mix, ...)
+#   depth SHAPE VOCAB DTYPE DEPTHS [PROMPT]
+#                             long contexts on one file (bench_decode.py writes a pure DTYPE file when missing,
+#                             profiles a decode step at the deepest depth): akunu bench then llama-bench, pp PROMPT
+#                             (default 4096) and tg128 at each of the comma-separated DEPTHS
 # e.g. command "bash tools/device_mixes_side_by_side.sh build && bash tools/device_mixes_side_by_side.sh make
 # llama-3.2-1b llama-bpe 'Q4_K_M Q6_K'", then "... bench llama-3.2-1b 'F16 Q4_K_M-mix Q6_K-mix'", carrying
 # [".devcarry"] prepared as tools/device_side_by_side.sh says (wheels, tokenizer GGUFs, lcp-trim.tar.gz).
@@ -24,7 +29,7 @@ build)
     -C build-dir=/tmp/akbuild > $OUT/log_build.txt 2>&1 || { tail -40 $OUT/log_build.txt; exit 1; }
   el "akunu built"
   if [ "${TESTS:-1}" = 1 ]; then
-    AKUNU_TOKENIZER_TESTDATA=$PWD/.devcarry/tokenizer timeout 300 python3 -m pytest -q -p no:cacheprovider tests/test_cuda.py 2>&1 \
+    AKUNU_TOKENIZER_TESTDATA=$PWD/.devcarry/tokenizer timeout 480 python3 -m pytest -q -p no:cacheprovider tests/test_cuda.py ${TEST_ARGS:-} 2>&1 \
       | tee $OUT/log_tests.txt | tail -6
     el "tested"
   fi ;;
@@ -48,5 +53,19 @@ bench)
       || tail -3 /tmp/lb_err.txt
   done
   el "benched" ;;
-*) echo "usage: $0 build | make SHAPE VOCAB 'QUANTS' | bench SHAPE 'FILES'"; exit 2 ;;
+depth)
+  shape=$2 vocab=$3 dtype=$4 depths=$5 n_prompt=${6:-4096}
+  f=/tmp/random-$shape-$dtype.gguf deepest=${depths##*,}
+  for i in $(seq 1 90); do [ -f /tmp/lb_done ] && break; sleep 5; done
+  LB=$(find /tmp/lb -name llama-bench -type f | head -1)
+  timeout 300 python3 cuda/bench/bench_decode.py -r 2 --shape $shape --vocab-gguf .devcarry/tokenizer/ggml-vocab-$vocab.gguf \
+    --dtype $dtype -d $deepest --profile | grep -vE "^loaded"
+  el "profiled"
+  timeout 400 python3 -c "import sys; from akunu.cli import main; sys.exit(main(sys.argv[1:]))" bench -m $f --backend cuda \
+    -p $n_prompt -n 128 -d $depths -r 3
+  el "akunu benched"
+  timeout 400 $LB -m $f -p $n_prompt -n 128 -d $depths -r 3 -fa 1 -ngl 99 -o md 2>/tmp/lb_err.txt | grep -E "^\|" \
+    || tail -3 /tmp/lb_err.txt
+  el "llama-bench benched" ;;
+*) echo "usage: $0 build | make SHAPE VOCAB 'QUANTS' | bench SHAPE 'FILES' | depth SHAPE VOCAB DTYPE DEPTHS [PROMPT]"; exit 2 ;;
 esac

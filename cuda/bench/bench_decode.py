@@ -129,7 +129,9 @@ def main():
         write_model(path, a.shape, a.dtype, a.vocab_gguf)
         print(f"wrote {path} ({path.stat().st_size / 1e6:.0f} MB) in {time.time() - t0:.1f}s", flush=True)
     t0 = time.time()
-    m = akunu.Model(str(path), backend=a.backend, context_length=4096)
+    # Room for the depth's context, then the timed test (tg: chain decode; pp: its own prefill).
+    ctx = max(4096, max(a.depth, 16) + a.n + a.p + 64)
+    m = akunu.Model(str(path), backend=a.backend, context_length=ctx)
     print(f"loaded on {m.backend} ({m.device_name}) in {time.time() - t0:.1f}s", flush=True)
 
     prompt = list(np.random.default_rng(1).integers(100, 20000, size=max(a.p, a.depth, 16)))
@@ -176,13 +178,13 @@ def main():
               f"= {s_ / g:.3f}x; decode steps {[n for _, n in sampled]}", flush=True)
     if a.profile:
         m.reset()
-        first = m.prefill(prompt[:16])
+        first = m.prefill(prompt[:max(a.depth, 16)])  # the decode step profiled at the test's depth
         rows = m.profile_decode_step(first)
         by_kernel = {}
         for label, kernel, ms in rows:
             by_kernel[kernel] = by_kernel.get(kernel, 0.0) + ms
         total = sum(by_kernel.values())
-        print(f"profile (eager, one token): total {total:.3f} ms over {len(rows)} commands")
+        print(f"profile (eager, one token{depth}): total {total:.3f} ms over {len(rows)} commands")
         for k, v in sorted(by_kernel.items(), key=lambda kv: -kv[1]):
             print(f"  {k:28s} {v:8.3f} ms")
 

@@ -78,6 +78,9 @@ const DTypeDescriptor kCudaDTypes[] = {
 constexpr size_t kStagingHalf = 16u << 20;        // bytes per pinned staging half
 // 16 MB: split-attention partials (decode), or a prefill GEMM's f16 activations (512 x 16384)
 constexpr size_t kWorkspaceFloats = 4u << 20;
+// From this many cached keys, decode attention runs on the tensor cores, a block per KV head
+// (docs/adr/0012-cuda-long-context-decode-attention.md); below it, the per-query-head kernel.
+constexpr uint32_t kLongContextKeys = 1024;
 constexpr uint32_t kWorkspaceCounters = 4096;      // split-attention arrival counts, one per head
 constexpr size_t kQ16RowBytes = 1u << 20;          // a handed-off row: up to ~440k floats
 
@@ -133,6 +136,12 @@ CudaDevice::CudaDevice(int device_index) : device_(device_index) {
     workspace_.clusters = prop.major >= 9 && switched_on("AKUNU_CUDA_ATTN_CLUSTER");
     if (const char *v = std::getenv("AKUNU_CUDA_ATTN_MIN_KEYS")) workspace_.attention_min_keys = (uint32_t)std::atoi(v);
     if (const char *v = std::getenv("AKUNU_CUDA_ATTN_WARPS")) workspace_.attention_warps = (uint32_t)std::atoi(v);
+    // Decode attention on the tensor cores from this many cached keys (AKUNU_CUDA_ATTN_LONG=n;
+    // 0: never): below it the per-query-head kernel's lower latency wins.
+    workspace_.long_context_keys = kLongContextKeys;
+    if (const char *v = std::getenv("AKUNU_CUDA_ATTN_LONG")) workspace_.long_context_keys = (uint32_t)std::atoi(v);
+    if (const char *v = std::getenv("AKUNU_CUDA_ATTN_GQA_SPLITS"))
+        workspace_.attention_gqa_splits = (uint32_t)std::atoi(v);
     // AKUNU_CUDA_CUBLAS=0: the F16 (and so BF16) prefill GEMMs on akunu's own tiles, not cuBLAS.
     cublas_ = std::make_unique<CublasGemm>(stream_);
     workspace_.cublas = cublas_.get();
@@ -263,6 +272,7 @@ LaunchArgs CudaDevice::command_args(const DispatchTable &table, int c, int t, Di
     args.params = cmd->params;
     // Position patches are applied by the kernel from base_position_ (device memory).
     args.patch = PatchContext{base_position_, (uint32_t)t, cmd->patch};
+    args.long_context = long_context_;
     return args;
 }
 
@@ -306,12 +316,13 @@ void CudaDevice::encode_dispatch_table(const DispatchTable &table, int start_pos
     if (cmd_end < 0) cmd_end = (int)table.commands.size();
     if (count <= 0 || cmd_begin >= cmd_end) return;
     launch_set_u32(base_position_, (uint32_t)start_position, stream_);
+    long_context_ = is_long_context(start_position);
     if (!table.persistent) {
         // Built per call (prefill, evaluation): capturing would cost more than it saves.
         launch_commands(table, count, cmd_begin, cmd_end);
         return;
     }
-    GraphCache::Key key{table.commands.data(), table.commands.size(), count, cmd_begin, cmd_end};
+    GraphCache::Key key{table.commands.data(), table.commands.size(), count, cmd_begin, cmd_end, long_context_};
     cudaGraphExec_t exec = graphs_.get_or_capture(key, stream_, [&] { launch_commands(table, count, cmd_begin, cmd_end); });
     check(cudaGraphLaunch(exec, stream_), "graph launch");
 }
@@ -322,6 +333,7 @@ std::vector<double> CudaDevice::profile_dispatch_table(const DispatchTable &tabl
     std::vector<cudaEvent_t> events(n + 1);
     for (cudaEvent_t &e : events) check(cudaEventCreate(&e), "event");
     launch_set_u32(base_position_, (uint32_t)position, stream_);
+    long_context_ = is_long_context(position);
     check(cudaEventRecord(events[0], stream_), "event record");
     q16_pending_ = nullptr;  // eager and timed one by one: no handoffs
     for (size_t c = 0; c < n; ++c) {

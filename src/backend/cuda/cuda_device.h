@@ -66,6 +66,10 @@ private:
     size_t l2_bytes_ = 0;
     cudaStream_t stream_ = nullptr;
     uint32_t *base_position_ = nullptr;  // device: start position of the replay in flight
+    bool long_context_ = false;          // of the replay being encoded: LaunchArgs::long_context
+    bool is_long_context(int start_position) const {
+        return workspace_.long_context_keys != 0 && (uint32_t)start_position >= workspace_.long_context_keys;
+    }
     Workspace workspace_;                // device: split-attention partials
     // Pinned staging for weight uploads: two halves, so one fills while the other copies.
     void *staging_ = nullptr;

@@ -1,0 +1,417 @@
+// Decode attention at long contexts, on the tensor cores: one block per (KV head, split of the
+// keys) computes every query head of the GQA group, so each K/V row is read once per token.
+//
+// Why: the one-block-per-query-head kernel (cuda/attention_decode.cu) is built for tg128's short
+// contexts, where its latency matters; per key it spends a warp-wide butterfly reduction and the
+// group's heads read the same rows again. At 16k keys that kernel took 0.90 of a 1.57 ms decode
+// step of the Llama-3.2-1B shape on an H200 (its 537 MB of F16 KV at ~0.6 TB/s).
+//
+// Shape: the group's query heads are the 16 rows of an mma.sync m16n8k16 tile (padded with zero
+// rows; q in two f16 parts, hi + lo, as the prefill kernel holds it: cuda/attention_prefill.cu).
+// The block stages 64 keys of K and V at a time in shared memory (cp.async, a ring of 3-4 buffers:
+// the next chunks load while one is used); warp w takes keys 16w..16w+15 of each chunk with its own
+// online softmax (scores S = Q K^T, then P V with P's accumulator fragments as the next A
+// fragments). At the end the warps' states merge in shared memory into the split's (m, l, acc) per
+// head, and the last split of a KV head to finish merges the splits (merge_splits).
+//
+// The RoPE variant also does the RoPE + KV-write command's work: the warps rotate the group's
+// queries (QK-norm first when the model has it), and the block holding the context's last key
+// builds the token's key and value and appends them to the cache before staging its chunks.
+#include <string>
+
+#include "cuda/attention_decode_gqa.h"
+#include "cuda/attention_decode_parts.cuh"
+#include "cuda/common.cuh"
+#include "cuda/mma.cuh"
+
+namespace akunu::cuda {
+
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kRows = 16;                   // query heads of a group, padded: the mma's rows
+constexpr int kChunkKeys = 16 * kWarps;     // keys staged per step: 16 per warp
+constexpr uint32_t kMaxSplits = 32;
+// Fewest keys per split: four chunks, so that a split's loads overlap its work.
+constexpr uint32_t kMinKeysPerSplit = 4 * kChunkKeys;
+constexpr float kLog2e = 1.4426950408889634f;
+
+__device__ __forceinline__ uint32_t ceil_div_dev(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
+
+// Chunks in flight: kStages - 1 load while one is used. Deep enough that a block's loads cover
+// the memory latency, shallow enough for two blocks per SM (head_dim 128: 3 x 32 KB of K and V).
+template <int HD>
+constexpr int stages() {
+    return HD <= 64 ? 4 : 3;
+}
+
+// Shared memory: the ring of K/V chunk buffers. Before the key loop the last buffer (the first
+// one staged after the prologue) holds the group's q rows (hi, lo) and rotate_head's stash; after
+// it the warps' (m, l, acc) states take the ring. So two blocks of head_dim 128 fit an SM.
+template <int HD>
+struct Smem {
+    static constexpr int LD = HD + 8;  // halves per row: the 8 rows of an ldmatrix hit distinct banks
+    static constexpr int kStages = stages<HD>();
+    __half ks[kStages][kChunkKeys][LD];
+    __half vs[kStages][kChunkKeys][LD];
+    struct Prologue {
+        __half q_hi[kRows][LD];
+        __half q_lo[kRows][LD];
+        float stash[kWarps][HD];
+    };
+    __device__ Prologue &prologue() { return *reinterpret_cast<Prologue *>(&ks[kStages - 1][0][0]); }
+    __device__ float *states() { return reinterpret_cast<float *>(&ks[0][0][0]); }  // [kWarps][kRows][HD + 2]
+};
+static_assert(sizeof(Smem<64>::Prologue) <= sizeof(Smem<64>::ks[0]), "the prologue fits a K buffer");
+static_assert(sizeof(Smem<128>::Prologue) <= sizeof(Smem<128>::ks[0]), "the prologue fits a K buffer");
+static_assert(sizeof(Smem<64>::ks) >= kWarps * kRows * (64 + 2) * sizeof(float), "states fit in ks");
+static_assert(sizeof(Smem<64>::ks) >= kRows * (32 + 64) * sizeof(float), "the merge's weights and outputs fit");
+static_assert(sizeof(Smem<128>::ks) >= kWarps * kRows * (128 + 2) * sizeof(float), "states fit in ks");
+
+template <class Pairs, int HD>
+__global__ void __launch_bounds__(kWarps * 32)
+    attention_decode_gqa_kernel(const float *__restrict__ q_all, __half *__restrict__ k_cache,
+                                __half *__restrict__ v_cache, float *__restrict__ out, float *__restrict__ partial,
+                                const __grid_constant__ AttentionParams p, const __grid_constant__ RopeInputs ri,
+                                const __grid_constant__ PatchContext pc, uint32_t n_splits,
+                                unsigned *__restrict__ done_splits, XQ16Chunk *__restrict__ xq_out,
+                                const float *__restrict__ out_norm_w) {
+    constexpr bool kRope = !std::is_same<Pairs, NoRope>::value;
+    constexpr int kDpl = HD / 32;  // dims per lane when a warp holds a whole head (rotate_head)
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    Smem<HD> &sm = *reinterpret_cast<Smem<HD> *>(smem_raw);
+    typename Smem<HD>::Prologue &pro = sm.prologue();
+    const uint32_t tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
+    const uint32_t kv_head = blockIdx.x, split = blockIdx.z;
+    const uint32_t group = p.n_heads / p.n_kv_heads, head0 = kv_head * group;
+
+    const uint32_t position = resolve_position(p.position, pc);
+    const uint32_t n_ctx = min(position + 1, resolve_kv_len(p.kv_len, pc));
+    const uint32_t first = (p.window != 0 && n_ctx > p.window) ? n_ctx - p.window : 0;  // sliding window
+    const uint32_t n_keys = n_ctx - first;
+    // Splits of whole chunks, at least kMinKeysPerSplit keys each; the grid's others exit.
+    const uint32_t want = min(n_splits, max(1u, n_keys / kMinKeysPerSplit));
+    const uint32_t per_split = ceil_div_dev(ceil_div_dev(n_keys, want), kChunkKeys) * kChunkKeys;
+    const uint32_t active = ceil_div_dev(n_keys, per_split);
+    if (split >= active) return;  // block-uniform, before any barrier
+    const uint32_t k_begin = first + split * per_split, k_end = min(k_begin + per_split, n_ctx);
+    const size_t head_base = (size_t)kv_head * p.max_seq * HD;
+    __half *K = k_cache + head_base, *V = v_cache + head_base;
+
+    // Chunk c (keys k_begin + 64c on) into its ring buffer, one commit group per chunk (an empty
+    // group past the split's end, so that every thread counts the same groups).
+    constexpr int kStages = stages<HD>();
+    const uint32_t n_chunks = ceil_div_dev(k_end - k_begin, kChunkKeys);
+    const auto stage = [&](uint32_t c) {
+        if (c < n_chunks) {
+            const uint32_t c0 = k_begin + c * kChunkKeys, b = c % kStages;
+            for (uint32_t i = tid; i < kChunkKeys * HD / 8; i += kWarps * 32) {
+                const uint32_t j = i / (HD / 8), d = 8 * (i % (HD / 8));
+                const bool ok = c0 + j < k_end;  // past k_end: zeros, masked below
+                const size_t src = (size_t)(ok ? c0 + j : c0) * HD + d;
+                cp_async16(&sm.ks[b][j][d], K + src, ok ? 16 : 0);
+                cp_async16(&sm.vs[b][j][d], V + src, ok ? 16 : 0);
+            }
+        }
+        cp_async_commit();
+    };
+    // The first chunks' rows are older than the previous kernel (the QKV GEMV, or with the plain
+    // variant the RoPE + KV-write command) unless they reach the newest: then load them before
+    // the wait.
+    const bool early = k_begin + (kStages - 1) * kChunkKeys < n_ctx;
+    if (early)
+        for (int c = 0; c < kStages - 1; ++c) stage(c);
+
+    float2 cs[kDpl];
+    if constexpr (kRope) {  // the angles do not depend on the previous kernel
+#pragma unroll
+        for (int i = 0; i < kDpl; ++i) {
+            const uint32_t d = lane * kDpl + i;
+            cs[i] = make_float2(1.f, 0.f);
+            if (d < ri.rope_dim) rope_sincos(position, ri.inv_freq[Pairs::pair_of(d, ri.rope_dim)], &cs[i].y, &cs[i].x);
+        }
+    }
+    pdl_enter();
+
+    // The group's queries, scaled, as hi + lo halves in rows 0..group-1 (the rest zero).
+    for (uint32_t r = warp; r < kRows; r += kWarps) {
+        float x[kDpl];
+        if (r < group) {
+            const float *src = q_all + (size_t)(head0 + r) * HD;
+            if constexpr (kRope) {
+                rotate_head<Pairs, kDpl>(x, src, ri.q_norm, ri, cs, HD, p.scale, pro.stash[warp]);
+            } else {
+#pragma unroll
+                for (int i = 0; i < kDpl; ++i) x[i] = src[lane * kDpl + i] * p.scale;
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < kDpl; ++i) x[i] = 0.f;
+        }
+#pragma unroll
+        for (int i = 0; i < kDpl; i += 2) {
+            const __half2 hi = __floats2half2_rn(x[i], x[i + 1]);
+            const float2 back = __half22float2(hi);
+            *reinterpret_cast<__half2 *>(&pro.q_hi[r][lane * kDpl + i]) = hi;
+            *reinterpret_cast<uint32_t *>(&pro.q_lo[r][lane * kDpl + i]) = pack_half2(x[i] - back.x, x[i + 1] - back.y);
+        }
+    }
+    // The token's own key and value (RoPE variant): the block holding the context's last key
+    // appends them to the cache; it stages them like any other row below.
+    if constexpr (kRope) {
+        if (k_end == n_ctx && n_ctx == position + 1 && warp == 0) {
+            const uint32_t q_dim = p.n_heads * HD, kv_dim = p.n_kv_heads * HD;
+            float k_own[kDpl];
+            rotate_head<Pairs, kDpl>(k_own, q_all + q_dim + kv_head * HD, ri.k_norm, ri, cs, HD, 1.f, pro.stash[0]);
+            const float *v_src = q_all + q_dim + kv_dim + kv_head * HD + lane * kDpl;
+            const size_t row = (size_t)(n_ctx - 1) * HD + lane * kDpl;
+#pragma unroll
+            for (int i = 0; i < kDpl; i += 2) {
+                *reinterpret_cast<__half2 *>(K + row + i) = __floats2half2_rn(k_own[i], k_own[i + 1]);
+                *reinterpret_cast<__half2 *>(V + row + i) = __floats2half2_rn(v_src[i], v_src[i + 1]);
+            }
+        }
+    }
+    __syncthreads();  // q rows written, the own row in the cache
+
+    uint32_t qa[HD / 16][4], qa_lo[HD / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < HD / 16; ++kk) {
+        ldmatrix_x4(qa[kk], &pro.q_hi[lane & 15][16 * kk + 8 * (lane >> 4)]);
+        ldmatrix_x4(qa_lo[kk], &pro.q_lo[lane & 15][16 * kk + 8 * (lane >> 4)]);
+    }
+
+    float o[HD / 8][4];
+#pragma unroll
+    for (int j = 0; j < HD / 8; ++j)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) o[j][c] = 0.f;
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+
+    if (!early)
+        for (int c = 0; c < kStages - 1; ++c) stage(c);
+    for (uint32_t c = 0; c < n_chunks; ++c) {
+        cp_async_wait_group<kStages - 2>();  // chunk c has landed; the next ones may fly
+        __syncthreads();                     // ... for every thread; chunk c - 1's buffer is free
+        stage(c + kStages - 1);              // into chunk c - 1's buffer
+        const uint32_t buf = c % kStages, c0 = k_begin + c * kChunkKeys;
+        const uint32_t w0 = c0 + 16 * warp;  // the warp's first key
+        if (w0 < k_end) {                    // warp-uniform
+            float s[2][4] = {};
+#pragma unroll
+            for (int kk = 0; kk < HD / 16; ++kk) {
+                uint32_t b[4];
+                ldmatrix_x4(b, &sm.ks[buf][16 * warp + (lane & 7) + 8 * (lane >> 4)][16 * kk + 8 * ((lane >> 3) & 1)]);
+                mma_16816(s[0], qa[kk], b);
+                mma_16816(s[1], qa[kk], b + 2);
+                mma_16816(s[0], qa_lo[kk], b);
+                mma_16816(s[1], qa_lo[kk], b + 2);
+            }
+            float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+            for (int j = 0; j < 2; ++j)
+#pragma unroll
+                for (int c = 0; c < 4; ++c) {
+                    float v = s[j][c];
+                    if (p.softcap > 0.f) v = p.softcap * tanhf(v / p.softcap);  // Gemma 2
+                    s[j][c] = w0 + 8 * j + 2 * t + (c & 1) < k_end ? v : -INFINITY;
+                    mx[c >> 1] = fmaxf(mx[c >> 1], s[j][c]);
+                }
+            float corr[2], base[2];
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+                mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
+                mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+                const float m_new = fmaxf(m[i], mx[i]);
+                base[i] = m_new == -INFINITY ? 0.f : m_new;
+                corr[i] = exp2f((m[i] - base[i]) * kLog2e);  // 0 while m is -inf
+                m[i] = m_new;
+                l[i] *= corr[i];
+            }
+#pragma unroll
+            for (int j = 0; j < 2; ++j)
+#pragma unroll
+                for (int c = 0; c < 4; ++c) {
+                    s[j][c] = exp2f((s[j][c] - base[c >> 1]) * kLog2e);
+                    l[c >> 1] += s[j][c];  // this thread's columns; the quad is summed at the end
+                }
+#pragma unroll
+            for (int j = 0; j < HD / 8; ++j)
+#pragma unroll
+                for (int c = 0; c < 4; ++c) o[j][c] *= corr[c >> 1];
+            const uint32_t pa[4] = {pack_half2(s[0][0], s[0][1]), pack_half2(s[0][2], s[0][3]),
+                                    pack_half2(s[1][0], s[1][1]), pack_half2(s[1][2], s[1][3])};
+#pragma unroll
+            for (int dj = 0; dj < HD / 16; ++dj) {
+                uint32_t b[4];
+                ldmatrix_x4_trans(b, &sm.vs[buf][16 * warp + (lane & 7) + 8 * ((lane >> 3) & 1)][16 * dj + 8 * (lane >> 4)]);
+                mma_16816(o[2 * dj], pa, b);
+                mma_16816(o[2 * dj + 1], pa, b + 2);
+            }
+        }
+    }
+    cp_async_wait_all();  // only empty groups are left; then the buffers take the warps' states
+    __syncthreads();
+
+    // The warps' states: (m, l, acc) per row into shared memory (the chunk buffers are free).
+    constexpr int kState = HD + 2;
+    float *states = sm.states();
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+        l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
+        l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
+        float *st = states + (warp * kRows + g + 8 * i) * kState;
+        if (t == 0) {
+            st[0] = m[i];
+            st[1] = l[i];
+        }
+#pragma unroll
+        for (int j = 0; j < HD / 8; ++j) {
+            st[2 + 8 * j + 2 * t] = o[j][2 * i];
+            st[2 + 8 * j + 2 * t + 1] = o[j][2 * i + 1];
+        }
+    }
+    __syncthreads();
+    // The split's state per head: warps merged. Threads take (row, dim) pairs; a warp's 32 lanes
+    // share one row and a 32-dim block (HD % 32 == 0), as the quantized hand-off needs.
+    const auto split_state = [&](uint32_t r, uint32_t d, float *M_out, float *L_out) {
+        float M = -INFINITY;
+#pragma unroll
+        for (int w = 0; w < kWarps; ++w) M = fmaxf(M, states[(w * kRows + r) * kState]);
+        float L = 0.f, acc = 0.f;
+#pragma unroll
+        for (int w = 0; w < kWarps; ++w) {
+            const float *st = states + (w * kRows + r) * kState;
+            const float wt = st[1] > 0.f ? exp2f((st[0] - M) * kLog2e) : 0.f;
+            L = fmaf(st[1], wt, L);
+            acc = fmaf(st[2 + d], wt, acc);
+        }
+        *M_out = M;
+        *L_out = L;
+        return acc;
+    };
+    if (active == 1) {
+        for (uint32_t i = tid; i < group * HD; i += kWarps * 32) {
+            const uint32_t r = i / HD, d = i % HD, h = head0 + r;
+            float M, L;
+            const float o_rd = split_state(r, d, &M, &L) / L;
+            out[(size_t)h * HD + d] = o_rd;
+            if (xq_out) store_q16_block(xq_out, h * HD + d - lane, o_rd, out_norm_w);
+        }
+        return;
+    }
+    // The split's results in the workspace: the accumulators [n_heads][n_splits][HD] (rows 16-byte
+    // aligned for the merge's vector loads), then each (head, split)'s (m, l).
+    float *part_acc = partial, *part_ml = partial + (size_t)p.n_heads * n_splits * HD;
+    for (uint32_t i = tid; i < group * HD; i += kWarps * 32) {
+        const uint32_t r = i / HD, d = i % HD, hs = (head0 + r) * n_splits + split;
+        float M, L;
+        part_acc[(size_t)hs * HD + d] = split_state(r, d, &M, &L);
+        if (d == 0) {
+            part_ml[2 * hs] = M;
+            part_ml[2 * hs + 1] = L;
+        }
+    }
+    // The last split of this KV head to finish merges all of them (see cuda/attention_decode.cu).
+    __syncthreads();
+    __shared__ bool is_last;
+    if (tid == 0) {
+        __threadfence();
+        is_last = atomicAdd(&done_splits[kv_head], 1u) == active - 1;
+        if (is_last) {
+            __threadfence();
+            done_splits[kv_head] = 0;  // ready for the next layer / replay
+        }
+    }
+    __syncthreads();
+    if (!is_last) return;
+    // Each head's split weights w_s = e^(m_s - M) / sum_s l_s e^(m_s - M): a warp per head, a lane
+    // per split (active <= 32); then out = sum_s w_s acc_s, four dims per thread and load, every
+    // split's load in flight at once. The states area is free: it takes the weights, then the
+    // outputs for the quantized hand-off.
+    static_assert(kMaxSplits <= 32, "a lane per split");
+    float *w = states;                 // [kRows][32]
+    float *merged = states + kRows * 32;  // [group * HD]
+    for (uint32_t r = warp; r < group; r += kWarps) {
+        const uint32_t hs = (head0 + r) * n_splits + lane;
+        const float m_s = lane < active ? __ldcg(part_ml + 2 * hs) : -INFINITY;
+        const float l_s = lane < active ? __ldcg(part_ml + 2 * hs + 1) : 0.f;
+        const float M = warp_max(l_s > 0.f ? m_s : -INFINITY);  // empty splits weigh nothing
+        const float e = l_s > 0.f ? exp2f((m_s - M) * kLog2e) : 0.f;
+        const float L = warp_sum(l_s * e);
+        w[r * 32 + lane] = e / L;
+    }
+    __syncthreads();
+    for (uint32_t i = tid; i < group * HD / 4; i += kWarps * 32) {
+        const uint32_t r = 4 * i / HD, d = 4 * i % HD, h = head0 + r;
+        const float4 *acc = reinterpret_cast<const float4 *>(part_acc + (size_t)h * n_splits * HD + d);
+        float4 o4 = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 16
+        for (uint32_t s = 0; s < active; ++s) {
+            const float4 a = __ldcg(acc + (size_t)s * (HD / 4));
+            const float ws = w[r * 32 + s];
+            o4.x = fmaf(ws, a.x, o4.x);
+            o4.y = fmaf(ws, a.y, o4.y);
+            o4.z = fmaf(ws, a.z, o4.z);
+            o4.w = fmaf(ws, a.w, o4.w);
+        }
+        *reinterpret_cast<float4 *>(out + (size_t)h * HD + d) = o4;
+        if (xq_out) *reinterpret_cast<float4 *>(merged + r * HD + d) = o4;
+    }
+    if (!xq_out) return;
+    __syncthreads();
+    for (uint32_t i = tid; i < group * HD; i += kWarps * 32)  // a warp: one row's 32-dim block
+        store_q16_block(xq_out, head0 * HD + i - lane, merged[i], out_norm_w);
+}
+
+template <class Pairs, int HD>
+void launch(const LaunchArgs &a, const AttentionParams &p, const RopeInputs &ri) {
+    const auto kernel = attention_decode_gqa_kernel<Pairs, HD>;
+    const size_t smem = sizeof(Smem<HD>);
+    static const bool smem_ok = allow_dynamic_smem(kernel, smem);
+    if (!smem_ok) throw AkunuError("internal: the GQA decode attention's shared memory does not fit this device");
+    // Enough (KV head, split) blocks for every SM to hold as many as it can at once.
+    int per_sm = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWarps * 32, smem) != cudaSuccess) {
+        cudaGetLastError();
+        per_sm = 1;
+    }
+    uint32_t n_splits = std::min<uint32_t>(kMaxSplits, ceil_div_u((uint64_t)a.workspace->sm_count * std::max(per_sm, 1),
+                                                                  p.n_kv_heads));
+    if (a.workspace->attention_gqa_splits) n_splits = std::min(n_splits, a.workspace->attention_gqa_splits);
+    // The workspace's last 128 floats and last counter belong to argmax_f32.
+    while (n_splits > 1 && (size_t)p.n_heads * n_splits * (HD + 2) > a.workspace->floats - 128) --n_splits;
+    if (p.n_kv_heads >= a.workspace->n_counters) n_splits = 1;
+    const Q16Handoff &ho = a.q16_out;
+    const bool hand_off = p.rows == 1 && ho.offered_for(reinterpret_cast<float *>(a.buffers[3]), p.n_heads * HD);
+    launch_pdl(kernel, dim3(p.n_kv_heads, 1, n_splits), kWarps * 32, smem, a,
+               reinterpret_cast<const float *>(a.buffers[0]), reinterpret_cast<__half *>(a.buffers[1]),
+               reinterpret_cast<__half *>(a.buffers[2]), reinterpret_cast<float *>(a.buffers[3]), a.workspace->data, p,
+               ri, a.patch, n_splits, a.workspace->counters, hand_off ? static_cast<XQ16Chunk *>(ho.chunks) : nullptr,
+               hand_off ? ho.norm_w : nullptr);
+    if (hand_off) *ho.written = true;
+}
+
+template <class Pairs>
+bool launch_for_head_dim(const LaunchArgs &a, const AttentionParams &p, const RopeInputs &ri) {
+    switch (p.head_dim) {
+        case 64: launch<Pairs, 64>(a, p, ri); return true;
+        case 128: launch<Pairs, 128>(a, p, ri); return true;
+        default: return false;
+    }
+}
+
+}  // namespace
+
+bool launch_attention_decode_gqa(const LaunchArgs &a, const AttentionParams &p, const RopeInputs &ri, DecodeRope rope) {
+    if (p.rows != 1 || p.n_kv_heads == 0 || p.n_heads % p.n_kv_heads != 0 || p.n_heads / p.n_kv_heads > kRows)
+        return false;
+    switch (rope) {
+        case DecodeRope::None: return launch_for_head_dim<NoRope>(a, p, ri);
+        case DecodeRope::Interleaved: return launch_for_head_dim<Interleaved>(a, p, ri);
+        case DecodeRope::NeoX: return launch_for_head_dim<NeoX>(a, p, ri);
+    }
+    return false;
+}
+
+}  // namespace akunu::cuda

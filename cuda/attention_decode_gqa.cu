@@ -12,13 +12,12 @@
 // the next chunks load while one is used); warp w takes keys 16w..16w+15 of each chunk with its own
 // online softmax (scores S = Q K^T, then P V with P's accumulator fragments as the next A
 // fragments). At the end the warps' states merge in shared memory into the split's (m, l, acc) per
-// head, and the last split of a KV head to finish merges the splits (merge_splits).
+// head, and the last split of a KV head to finish merges the splits: each split's weight per head
+// first (a lane per split), then the outputs with vector loads of every split's accumulators.
 //
 // The RoPE variant also does the RoPE + KV-write command's work: the warps rotate the group's
 // queries (QK-norm first when the model has it), and the block holding the context's last key
 // builds the token's key and value and appends them to the cache before staging its chunks.
-#include <string>
-
 #include "cuda/attention_decode_gqa.h"
 #include "cuda/attention_decode_parts.cuh"
 #include "cuda/common.cuh"
@@ -67,6 +66,7 @@ static_assert(sizeof(Smem<128>::Prologue) <= sizeof(Smem<128>::ks[0]), "the prol
 static_assert(sizeof(Smem<64>::ks) >= kWarps * kRows * (64 + 2) * sizeof(float), "states fit in ks");
 static_assert(sizeof(Smem<64>::ks) >= kRows * (32 + 64) * sizeof(float), "the merge's weights and outputs fit");
 static_assert(sizeof(Smem<128>::ks) >= kWarps * kRows * (128 + 2) * sizeof(float), "states fit in ks");
+static_assert(sizeof(Smem<128>::ks) >= kRows * (32 + 128) * sizeof(float), "the merge's weights and outputs fit");
 
 template <class Pairs, int HD>
 __global__ void __launch_bounds__(kWarps * 32)

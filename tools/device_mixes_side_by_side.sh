@@ -2,7 +2,7 @@
 # akunu against llama.cpp on llama.cpp's normal mixes of one random F16 GGUF (the same files for both
 # engines), in device-tool calls on one warm machine:
 #   build                     llama-bench + llama-quantize (background) and akunu; tests/test_cuda.py (TESTS=0: skip;
-#                             TEST_ARGS: more pytest arguments, e.g. "-k gqa")
+#                             TEST_K: only the tests pytest -k selects, e.g. TEST_K="gqa or window")
 #   make SHAPE VOCAB "QUANTS" the shape's random F16 (cuda/bench/bench_decode.py, which also times akunu on
 #                             it) and llama-quantize's QUANTS of it (waits for the llama.cpp build)
 #   bench SHAPE "FILES"       akunu (bench_decode.py) then llama-bench on each file (F16, Q4_K_M-mix, ...)
@@ -29,7 +29,7 @@ build)
     -C build-dir=/tmp/akbuild > $OUT/log_build.txt 2>&1 || { tail -40 $OUT/log_build.txt; exit 1; }
   el "akunu built"
   if [ "${TESTS:-1}" = 1 ]; then
-    AKUNU_TOKENIZER_TESTDATA=$PWD/.devcarry/tokenizer timeout 480 python3 -m pytest -q -p no:cacheprovider tests/test_cuda.py ${TEST_ARGS:-} 2>&1 \
+    AKUNU_TOKENIZER_TESTDATA=$PWD/.devcarry/tokenizer timeout 480 python3 -m pytest -q -p no:cacheprovider tests/test_cuda.py ${TEST_K:+-k "$TEST_K"} 2>&1 \
       | tee $OUT/log_tests.txt | tail -6
     el "tested"
   fi ;;

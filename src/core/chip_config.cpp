@@ -13,6 +13,7 @@ ChipConfig ChipConfig::for_cpu(int threads, size_t llc_bytes) {
     // A CPU replay has no submission cost to amortize, so the chunk only trades per-call
     // overhead against streaming latency and the work wasted after an end-of-generation token.
     c.chain_decode_chunk = 8;
+    c.windowed_kv_cache = true;
     c.max_prefill_chunk = 512;
     c.max_logits_rows = 64;
     // Enough units that the dynamic scheduler can balance threads, few enough that the per-unit

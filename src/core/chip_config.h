@@ -27,6 +27,10 @@ struct ChipConfig {
     // Greedy tokens per replay of the table (chain decode). Larger amortizes submission cost;
     // smaller gives a streaming user text sooner.
     int chain_decode_chunk = 16;
+    // Sliding-window layers keep a ring of (window + the most rows a pass writes) rows in the KV
+    // cache, not the whole context (KVCache::layer_length). Only for backends whose KV kernels
+    // address rows as position % max_seq (the CPU's; CUDA's read row = position).
+    bool windowed_kv_cache = false;
     // Longest prompt slice run through the forward pass at once (bounds prefill scratch).
     int max_prefill_chunk = 512;
     // Logits for every position (evaluation) are produced this many rows at a time.

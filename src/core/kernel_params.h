@@ -77,7 +77,7 @@ struct RopeKVParams {
     uint32_t n_kv_heads;
     uint32_t head_dim;
     uint32_t rope_dim;   // leading dims of each head that rotate (usually head_dim)
-    uint32_t max_seq;    // cache rows per kv head
+    uint32_t max_seq;    // cache rows per kv head: position p goes to row p % max_seq (a window's ring)
     uint32_t qkv_stride; // floats between rows
 };
 
@@ -90,7 +90,7 @@ struct AttentionParams {
     uint32_t n_heads;
     uint32_t n_kv_heads;
     uint32_t head_dim;
-    uint32_t max_seq;
+    uint32_t max_seq;   // cache rows per kv head: the key at position p is row p % max_seq (a window's ring)
     uint32_t q_stride;
     uint32_t out_stride;
     float scale;

@@ -30,23 +30,28 @@ std::string kv_kernel_name(const std::string &f16_kernel, KVCacheDType dtype) {
 }
 
 KVCache KVCache::create(Device &device, int n_layers, int n_kv_heads, int head_dim, int max_length,
-                        KVCacheDType dtype) {
+                        KVCacheDType dtype, const std::vector<int> &layer_length) {
     if (!kv_cache_supports_head_dim(dtype, head_dim))
         throw UnsupportedError(std::string("kv_cache_dtype '") + kv_cache_dtype_name(dtype) +
                                "' needs head_dim a multiple of " + std::to_string(kKVQ8Block) + ", got head_dim " +
                                std::to_string(head_dim));
+    if (!layer_length.empty() && layer_length.size() != (size_t)n_layers)
+        throw AkunuError("internal: KV cache lengths for " + std::to_string(layer_length.size()) + " layers, not " +
+                         std::to_string(n_layers));
     KVCache kv;
     kv.dtype = dtype;
     kv.n_layers = n_layers;
     kv.n_kv_heads = n_kv_heads;
     kv.head_dim = head_dim;
     kv.max_length = max_length;
-    const size_t per_layer = dtype == KVCacheDType::Q8_0
-                                 ? kv_q8_buffer_bytes((uint32_t)n_kv_heads, (uint32_t)max_length, (uint32_t)head_dim)
-                                 : (size_t)n_kv_heads * (size_t)max_length * (size_t)head_dim * 2;
+    kv.layer_length = layer_length.empty() ? std::vector<int>((size_t)n_layers, max_length) : layer_length;
     for (int l = 0; l < n_layers; ++l) {
-        kv.k_buffers.push_back(device.allocate(per_layer));
-        kv.v_buffers.push_back(device.allocate(per_layer));
+        const uint32_t rows = (uint32_t)kv.layer_length[(size_t)l];
+        const size_t bytes = dtype == KVCacheDType::Q8_0
+                                 ? kv_q8_buffer_bytes((uint32_t)n_kv_heads, rows, (uint32_t)head_dim)
+                                 : (size_t)n_kv_heads * rows * (size_t)head_dim * 2;
+        kv.k_buffers.push_back(device.allocate(bytes));
+        kv.v_buffers.push_back(device.allocate(bytes));
     }
     return kv;
 }

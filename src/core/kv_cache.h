@@ -1,5 +1,6 @@
-// KV cache, head-major: for each layer, K and V are [n_kv_heads][max_length][head_dim], so one
-// head's history is contiguous for attention. Allocated once at load. Elements are F16, or 8-bit
+// KV cache, head-major: for each layer, K and V are [n_kv_heads][layer_length][head_dim], so one
+// head's history is contiguous for attention (a sliding-window layer's may be a ring: row =
+// position % layer_length). Allocated once at load. Elements are F16, or 8-bit
 // Q8_0 blocks in two planes (values, then scales; kv_cache_q8.h) for half the memory.
 #pragma once
 #include <cstddef>
@@ -29,14 +30,18 @@ struct KVCache {
     int n_layers = 0;
     int n_kv_heads = 0;
     int head_dim = 0;
-    int max_length = 0;      // positions per head
+    int max_length = 0;      // positions the cache serves (the context length)
     int current_length = 0;  // positions filled
+    // Rows per head of each layer: max_length, or for a sliding-window layer a ring that position
+    // p occupies at row p % layer_length (window + the most rows a forward pass writes).
+    std::vector<int> layer_length;
     std::vector<Buffer> k_buffers;
     std::vector<Buffer> v_buffers;
 
     // Throws UnsupportedError when `dtype` cannot hold heads of head_dim (the loader checks first).
+    // layer_length: rows per head of each layer (empty: max_length for all).
     static KVCache create(Device &device, int n_layers, int n_kv_heads, int head_dim, int max_length,
-                          KVCacheDType dtype = KVCacheDType::F16);
+                          KVCacheDType dtype = KVCacheDType::F16, const std::vector<int> &layer_length = {});
     void release(Device &device);
     size_t bytes() const;
     void advance(int n) { current_length += n; }

@@ -295,7 +295,7 @@ private:
         p.n_kv_heads = cfg.n_kv_heads;
         p.head_dim = cfg.head_dim;
         p.rope_dim = cfg.rope_dim;
-        p.max_seq = (uint32_t)c_.kv.max_length;
+        p.max_seq = (uint32_t)c_.kv.layer_length[layer];
         p.qkv_stride = qkv_stride();
         CmdBuilder b(table_, c_.device, kv_kernel(c_.arch.rope_kernel), {rows(), 1, 1});
         b.buf(c_.scratch.qkv).buf(c_.kv.k_buffers[layer]).buf(c_.kv.v_buffers[layer]).buf(rope_inv_freq(layer));
@@ -313,7 +313,7 @@ private:
         p.n_heads = cfg.n_heads;
         p.n_kv_heads = cfg.n_kv_heads;
         p.head_dim = cfg.head_dim;
-        p.max_seq = (uint32_t)c_.kv.max_length;
+        p.max_seq = (uint32_t)c_.kv.layer_length[layer];
         p.q_stride = qkv_stride();
         p.out_stride = cfg.q_dim();
         p.scale = cfg.attention_scale > 0.f ? cfg.attention_scale : 1.0f / std::sqrt((float)cfg.head_dim);

@@ -34,6 +34,19 @@ void check_kv_cache_dtype(Device &device, const ArchDescriptor &arch, const Chip
         }
     }
 }
+
+// Rows per head of each layer's KV cache: the context, or on a backend that keeps windows
+// (ChipConfig::windowed_kv_cache) for a sliding-window layer a ring of window + max_rows rows.
+// A pass of up to max_rows rows writes its rows before it reads: the ring must still hold the
+// window of its first row then.
+std::vector<int> kv_layer_lengths(const ModelConfig &config, const ChipConfig &chip, int context, int max_rows) {
+    std::vector<int> lengths((size_t)config.n_layers, context);
+    if (!chip.windowed_kv_cache || config.sliding_window == 0) return lengths;
+    const int ring = (int)std::min<int64_t>((int64_t)config.sliding_window + max_rows, context);
+    for (size_t l = 0; l < lengths.size(); ++l)
+        if (l < config.layer_sliding.size() && config.layer_sliding[l]) lengths[l] = ring;
+    return lengths;
+}
 }  // namespace
 
 std::unique_ptr<Model> Model::load(const std::string &path, const LoadOptions &options) {
@@ -77,8 +90,11 @@ void Model::finish_load(const LoadOptions &options) {
 
     int context = options.context_length > 0 ? options.context_length
                                              : std::min<int>((int)m->config_.max_seq_len, LoadOptions::kDefaultContextCap);
+    // The most rows one forward pass writes to the cache (a prefill chunk, or a slice of logits).
+    const int max_rows = std::max(m->chip_.max_prefill_chunk, m->chip_.max_logits_rows);
     m->kv_ = KVCache::create(*m->device_, (int)m->config_.n_layers, (int)m->config_.n_kv_heads,
-                             (int)m->config_.head_dim, context, options.kv_cache_dtype);
+                             (int)m->config_.head_dim, context, options.kv_cache_dtype,
+                             kv_layer_lengths(m->config_, m->chip_, context, max_rows));
 
     // Widest activation row any GEMM converts: its K is dim, q_dim or ffn_dim.
     const uint32_t widest_k = std::max({m->config_.dim, m->config_.q_dim(), m->config_.ffn_dim});
@@ -89,7 +105,6 @@ void Model::finish_load(const LoadOptions &options) {
     widen(m->weights_.output);
     for (const LayerWeights &L : m->weights_.layers)
         for (const WeightMatrix *w : {&L.q, &L.k, &L.v, &L.o, &L.gate, &L.up, &L.down}) widen(*w);
-    const int max_rows = std::max(m->chip_.max_prefill_chunk, m->chip_.max_logits_rows);
     const int token_slots = std::max(max_rows, m->chip_.chain_decode_chunk);
     m->scratch_ = ScratchBuffers::create(*m->device_, m->config_, max_rows, m->chip_.max_logits_rows, token_slots,
                                          act_q_row_bytes, context);

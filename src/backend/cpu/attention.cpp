@@ -212,25 +212,29 @@ private:
     uint32_t n_, blocks_;
 };
 
-// Unit = (head, query row). Query row r sits at position + r and sees cache rows 0..position + r
-// (causal), or only the last `window` of them (sliding window). Exact softmax in two passes over
-// the scores, which are soft-capped first when the model says so.
+// Unit = (head, query row). Query row r sits at position + r and sees the keys of positions
+// 0..position + r (causal), or only the last `window` of them (sliding window). Key p is cache row
+// p % max_seq: a sliding-window layer's ring may hold a window in two runs of rows (the oldest
+// keys at its end, the newest from row 0). Exact softmax in two passes over the scores, which are
+// soft-capped first when the model says so.
 template <class Head>
 void attention(const KernelArgs &a, int64_t begin, int64_t end) {
     const AttentionParams &p = params_of<AttentionParams>(a);
     const uint32_t group = p.n_heads / p.n_kv_heads;
-    thread_local std::vector<float> scores;
+    thread_local std::vector<float> scores, wrapped_out;
     for (int64_t unit = begin; unit < end; ++unit) {
         const uint32_t h = (uint32_t)(unit % p.n_heads), r = (uint32_t)(unit / p.n_heads);
         const uint32_t n_ctx = std::min(p.position + r + 1, p.kv_len);
         const uint32_t first = (p.window && n_ctx > p.window) ? n_ctx - p.window : 0;
         const float *q = reinterpret_cast<const float *>(a.buffers[0]) + (size_t)r * p.q_stride + h * p.head_dim;
         float *out = reinterpret_cast<float *>(a.buffers[3]) + (size_t)r * p.out_stride + h * p.head_dim;
-        const Head cache(a, p, h / group, first);
         const uint32_t n_keys = n_ctx - first;
+        const uint32_t first_row = first % p.max_seq, n_run = std::min(n_keys, p.max_seq - first_row);
+        const Head run(a, p, h / group, first_row), wrapped(a, p, h / group, 0);  // keys n_run.. at row 0
 
         if (scores.size() < n_keys) scores.resize(n_keys);
-        cache.scores(q, n_keys, scores.data());
+        run.scores(q, n_run, scores.data());
+        if (n_run < n_keys) wrapped.scores(q, n_keys - n_run, scores.data() + n_run);
         float max_score = -INFINITY;
         for (uint32_t j = 0; j < n_keys; ++j) {
             scores[j] *= p.scale;
@@ -243,7 +247,12 @@ void attention(const KernelArgs &a, int64_t begin, int64_t end) {
         }
         const float inv = 1.0f / exp_shifted_sum(scores.data(), max_score, scores.data(), n_keys);
         for (uint32_t j = 0; j < n_keys; ++j) scores[j] *= inv;
-        cache.weighted_sum(out, scores.data(), n_keys);
+        run.weighted_sum(out, scores.data(), n_run);
+        if (n_run < n_keys) {
+            wrapped_out.resize(p.head_dim);
+            wrapped.weighted_sum(wrapped_out.data(), scores.data() + n_run, n_keys - n_run);
+            for (uint32_t d = 0; d < p.head_dim; ++d) out[d] += wrapped_out[d];
+        }
     }
 }
 

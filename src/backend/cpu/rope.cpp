@@ -48,7 +48,7 @@ struct Q8Rows {
 };
 
 // Unit = one token row: rotate its Q and K heads in place, then store K and V at its position in
-// the head-major cache.
+// the head-major cache (row position % max_seq).
 template <typename Pairs, typename Rows>
 void rope_kv_write(const KernelArgs &a, int64_t begin, int64_t end) {
     const RopeKVParams &p = params_of<RopeKVParams>(a);
@@ -65,10 +65,11 @@ void rope_kv_write(const KernelArgs &a, int64_t begin, int64_t end) {
         float *row = reinterpret_cast<float *>(a.buffers[0]) + (size_t)r * p.qkv_stride;
         for (uint32_t h = 0; h < p.n_heads; ++h) rotate<Pairs>(row + h * p.head_dim, cos_t, sin_t, p.rope_dim);
         float *k = row + q_dim, *v = row + q_dim + kv_dim;
+        const uint32_t cache_row = pos % p.max_seq;  // a sliding-window layer's cache is a ring
         for (uint32_t h = 0; h < p.n_kv_heads; ++h) {
             rotate<Pairs>(k + h * p.head_dim, cos_t, sin_t, p.rope_dim);
-            Rows::store(a.buffers[1], p, h, pos, k + h * p.head_dim);
-            Rows::store(a.buffers[2], p, h, pos, v + h * p.head_dim);
+            Rows::store(a.buffers[1], p, h, cache_row, k + h * p.head_dim);
+            Rows::store(a.buffers[2], p, h, cache_row, v + h * p.head_dim);
         }
     }
 }

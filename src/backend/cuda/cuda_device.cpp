@@ -120,6 +120,7 @@ CudaDevice::CudaDevice(int device_index) : device_(device_index) {
     workspace_.sm_count = sm_count_;
     workspace_.warp_slots = (uint32_t)sm_count_ * (uint32_t)(prop.maxThreadsPerMultiProcessor / 32);
     workspace_.l2_bytes = l2_bytes_;
+    // The switches below are listed in docs/switches.md.
     // Programmatic dependent launch needs Hopper; AKUNU_CUDA_PDL=0 turns it off, as
     // AKUNU_CUDA_PREFETCH=0 turns off the float GEMVs' early weight prefetch, AKUNU_CUDA_Q16=0 the
     // integer GEMV, AKUNU_CUDA_PDL_LATE=0 its late release of the next kernel,

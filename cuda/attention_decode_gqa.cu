@@ -33,7 +33,6 @@ constexpr int kChunkKeys = 16 * kWarps;     // keys staged per step: 16 per warp
 constexpr uint32_t kMaxSplits = 32;
 // Fewest keys per split: four chunks, so that a split's loads overlap its work.
 constexpr uint32_t kMinKeysPerSplit = 4 * kChunkKeys;
-constexpr float kLog2e = 1.4426950408889634f;
 
 __device__ __forceinline__ uint32_t ceil_div_dev(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
 
@@ -207,7 +206,6 @@ __global__ void __launch_bounds__(kWarps * 32)
                 mma_16816(s[0], qa_lo[kk], b);
                 mma_16816(s[1], qa_lo[kk], b + 2);
             }
-            float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
             for (int j = 0; j < 2; ++j)
 #pragma unroll
@@ -215,30 +213,8 @@ __global__ void __launch_bounds__(kWarps * 32)
                     float v = s[j][c];
                     if (p.softcap > 0.f) v = p.softcap * tanhf(v / p.softcap);  // Gemma 2
                     s[j][c] = w0 + 8 * j + 2 * t + (c & 1) < k_end ? v : -INFINITY;
-                    mx[c >> 1] = fmaxf(mx[c >> 1], s[j][c]);
                 }
-            float corr[2], base[2];
-#pragma unroll
-            for (int i = 0; i < 2; ++i) {
-                mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
-                mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
-                const float m_new = fmaxf(m[i], mx[i]);
-                base[i] = m_new == -INFINITY ? 0.f : m_new;
-                corr[i] = exp2f((m[i] - base[i]) * kLog2e);  // 0 while m is -inf
-                m[i] = m_new;
-                l[i] *= corr[i];
-            }
-#pragma unroll
-            for (int j = 0; j < 2; ++j)
-#pragma unroll
-                for (int c = 0; c < 4; ++c) {
-                    s[j][c] = exp2f((s[j][c] - base[c >> 1]) * kLog2e);
-                    l[c >> 1] += s[j][c];  // this thread's columns; the quad is summed at the end
-                }
-#pragma unroll
-            for (int j = 0; j < HD / 8; ++j)
-#pragma unroll
-                for (int c = 0; c < 4; ++c) o[j][c] *= corr[c >> 1];
+            online_softmax_step(s, m, l, o);
             const uint32_t pa[4] = {pack_half2(s[0][0], s[0][1]), pack_half2(s[0][2], s[0][3]),
                                     pack_half2(s[1][0], s[1][1]), pack_half2(s[1][2], s[1][3])};
 #pragma unroll
@@ -370,12 +346,16 @@ void launch(const LaunchArgs &a, const AttentionParams &p, const RopeInputs &ri)
     const size_t smem = sizeof(Smem<HD>);
     static const bool smem_ok = allow_dynamic_smem(kernel, smem);
     if (!smem_ok) throw AkunuError("internal: the GQA decode attention's shared memory does not fit this device");
-    // Enough (KV head, split) blocks for every SM to hold as many as it can at once.
-    int per_sm = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWarps * 32, smem) != cudaSuccess) {
-        cudaGetLastError();
-        per_sm = 1;
-    }
+    // Enough (KV head, split) blocks for every SM to hold as many as it can at once (asked once:
+    // it depends on the kernel and the device only).
+    static const int per_sm = [&] {
+        int n = 0;
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kWarps * 32, smem) != cudaSuccess) {
+            cudaGetLastError();
+            n = 1;
+        }
+        return n;
+    }();
     uint32_t n_splits = std::min<uint32_t>(kMaxSplits, ceil_div_u((uint64_t)a.workspace->sm_count * std::max(per_sm, 1),
                                                                   p.n_kv_heads));
     if (a.workspace->attention_gqa_splits) n_splits = std::min(n_splits, a.workspace->attention_gqa_splits);

@@ -19,7 +19,6 @@ namespace akunu::cuda {
 namespace {
 
 constexpr int kWarps = 4, kTileRows = 16 * kWarps, kChunkKeys = 64;
-constexpr float kLog2e = 1.4426950408889634f;
 
 template <int HD>
 __global__ void __launch_bounds__(kWarps * 32)
@@ -119,7 +118,6 @@ __global__ void __launch_bounds__(kWarps * 32)
                     mma_16816(s[2 * j + 1], qa_lo[kk], b + 2);
                 }
             // Soft-cap, mask, and the online softmax of each of the thread's two rows.
-            float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
             for (int j = 0; j < kChunkKeys / 8; ++j)
 #pragma unroll
@@ -129,30 +127,8 @@ __global__ void __launch_bounds__(kWarps * 32)
                     if (p.softcap > 0.f) v = p.softcap * tanhf(v / p.softcap);  // Gemma 2
                     const bool visible = key <= qp && key < k_end && (p.window == 0 || key + p.window > qp);
                     s[j][c] = visible ? v : -INFINITY;
-                    mx[c >> 1] = fmaxf(mx[c >> 1], s[j][c]);
                 }
-            float corr[2], base[2];
-#pragma unroll
-            for (int i = 0; i < 2; ++i) {
-                mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
-                mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
-                const float m_new = fmaxf(m[i], mx[i]);
-                base[i] = m_new == -INFINITY ? 0.f : m_new;  // a row with nothing visible yet stays 0
-                corr[i] = exp2f((m[i] - base[i]) * kLog2e);  // 0 while m is -inf
-                m[i] = m_new;
-                l[i] *= corr[i];
-            }
-#pragma unroll
-            for (int j = 0; j < kChunkKeys / 8; ++j)
-#pragma unroll
-                for (int c = 0; c < 4; ++c) {
-                    s[j][c] = exp2f((s[j][c] - base[c >> 1]) * kLog2e);
-                    l[c >> 1] += s[j][c];  // this thread's columns; the quad is summed at the end
-                }
-#pragma unroll
-            for (int j = 0; j < HD / 8; ++j)
-#pragma unroll
-                for (int c = 0; c < 4; ++c) o[j][c] *= corr[c >> 1];
+            online_softmax_step(s, m, l, o);
             // O += P V: P's accumulator fragments are the A fragments of the next mma.
 #pragma unroll
             for (int kk = 0; kk < kChunkKeys / 16; ++kk) {

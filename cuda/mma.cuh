@@ -1,5 +1,6 @@
 // Warp-level tensor-core primitives (mma.sync m16n8k16, f16 inputs, f32 accumulators) shared by
-// the prefill GEMM tiles (cuda/gemm_tiles.cuh) and prefill attention (cuda/attention_prefill.cu).
+// the prefill GEMM tiles (cuda/gemm_tiles.cuh), prefill attention (cuda/attention_prefill.cu) and
+// the long-context decode attention (cuda/attention_decode_gqa.cu).
 //
 // Fragment layouts (PTX ISA, g = lane / 4, t = lane % 4): A (16 x 16, row-major) a[0] = rows g,
 // cols 2t..2t+1; a[1] rows g + 8; a[2], a[3] the same at cols + 8. B (16 x 8, k x n) b[0] = k
@@ -7,6 +8,7 @@
 #pragma once
 #include <cuda_fp16.h>
 
+#include <cmath>
 #include <cstdint>
 
 namespace akunu::cuda {
@@ -36,6 +38,45 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t *r, const __half *p) 
 __device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
     const __half2 h = __floats2half2_rn(lo, hi);
     return *reinterpret_cast<const uint32_t *>(&h);
+}
+
+constexpr float kLog2e = 1.4426950408889634f;
+
+// One step of a warp's online softmax over a 16-row tile, on C fragments: s[j] holds the scores
+// of n-tile j (8 keys; -inf where masked), m / l this thread's rows g and g + 8 (l: only its own
+// columns, the quad sums it at the end), o[j] the output fragments. Rescales l and o to the new
+// row maxima and leaves the probabilities e^(s - m) in s, ready to be packed as the A fragments
+// of P V. Used by the prefill and the long-context decode attention.
+template <int kScoreTiles, int kOutTiles>
+__device__ __forceinline__ void online_softmax_step(float (&s)[kScoreTiles][4], float (&m)[2], float (&l)[2],
+                                                    float (&o)[kOutTiles][4]) {
+    float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int j = 0; j < kScoreTiles; ++j)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) mx[c >> 1] = fmaxf(mx[c >> 1], s[j][c]);
+    float corr[2], base[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+        mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
+        mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+        const float m_new = fmaxf(m[i], mx[i]);
+        base[i] = m_new == -INFINITY ? 0.f : m_new;  // a row with nothing visible yet stays 0
+        corr[i] = exp2f((m[i] - base[i]) * kLog2e);  // 0 while m is -inf
+        m[i] = m_new;
+        l[i] *= corr[i];
+    }
+#pragma unroll
+    for (int j = 0; j < kScoreTiles; ++j)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+            s[j][c] = exp2f((s[j][c] - base[c >> 1]) * kLog2e);
+            l[c >> 1] += s[j][c];
+        }
+#pragma unroll
+    for (int j = 0; j < kOutTiles; ++j)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) o[j][c] *= corr[c >> 1];
 }
 
 }  // namespace akunu::cuda

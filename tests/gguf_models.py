@@ -472,6 +472,16 @@ def criterion(ref: np.ndarray, got: np.ndarray) -> tuple[bool, dict]:
     return meets_bar(c), c
 
 
+def assert_decode_matches_teacher_forcing(model, prompt: list[int], n: int) -> None:
+    """Greedy decode replays (one token each) after `prompt` pick what teacher-forced logits of the
+    same tokens pick: the decode table reads the KV cache as the all-rows passes do."""
+    model.reset()
+    first = model.prefill(prompt)
+    gen = [first] + list(model.chain_decode(first, n - 1))
+    model.reset()
+    assert gen == model.logits(prompt + gen[:-1])[len(prompt) - 1:].argmax(-1).tolist()
+
+
 def describe(c: dict) -> str:
     """A compare_logits result against the bar, for assertion messages."""
     return (f"argmax agreement {c['agree']:.4f} (need >= {MIN_AGREE}), mean KL {c['kl_mean']:.3e} "

@@ -385,9 +385,4 @@ def test_q8_cache_matches_q8_reference_with_windows_and_softcaps(name, akunu_mod
     f16 = gm.compare_logits(ref, akunu_mod.Model(str(path), backend="cpu").logits(varied_ids))
     assert f16["kl_mean"] > 100 * c["kl_mean"], f"{name}: Q8_0 cache {gm.describe(c)}; F16 cache {gm.describe(f16)}"
     # The decode table (one token per replay, past the window) reads the cache as the all-rows pass does.
-    q8.reset()
-    prompt = varied_ids[:60]
-    first = q8.prefill(prompt)
-    gen = [first] + list(q8.chain_decode(first, 59))
-    q8.reset()
-    assert gen == q8.logits(prompt + gen[:-1])[len(prompt) - 1:].argmax(-1).tolist()
+    gm.assert_decode_matches_teacher_forcing(q8, varied_ids[:60], 60)

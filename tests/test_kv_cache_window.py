@@ -76,9 +76,4 @@ def test_wrapped_ring_matches_transformers(name, kv_cache_dtype, akunu_mod, gguf
            else q8_reference_logits(spec, path, ids))
     ok, c = gm.criterion(ref, model.logits(ids))
     assert ok, f"{name} ({kv_cache_dtype} cache) over {len(ids)} tokens against transformers: {gm.describe(c)}"
-    model.reset()
-    prompt = ids[:600]
-    first = model.prefill(prompt)
-    gen = [first] + list(model.chain_decode(first, 40))
-    model.reset()
-    assert gen == model.logits(prompt + gen[:-1])[len(prompt) - 1:].argmax(-1).tolist()
+    gm.assert_decode_matches_teacher_forcing(model, ids[:600], 41)

@@ -2,7 +2,8 @@
 // (cache[kv_head][position][head_dim]), optionally limited to a sliding window of keys and with
 // soft-capped scores (AttentionParams): the fallback of prefill where the tensor-core kernel of
 // cuda/attention_prefill.cu does not apply (other head sizes). One-row commands (decode) go to
-// cuda/attention_decode.cu.
+// cuda/attention_decode.cu. The Q8_0 cache's commands (attention_q8kv) go to the tensor-core
+// kernels only.
 //
 // One block per (head, query row). A block walks its keys in chunks (up to 128 keys, at most 32 KB
 // each of K and V) with an online softmax: the chunk's K and V rows are copied to shared memory
@@ -195,7 +196,7 @@ void launch_attention_f16kv(const LaunchArgs &a) {
     check_attention_shape(p, "attention_f16kv");
     if (p.rows == 1) {
         launch_attention_decode(a, p);
-    } else if (!launch_attention_prefill(a)) {  // the tensor-core kernel (cuda/attention_prefill.cu) first
+    } else if (!launch_attention_prefill(a, KVCacheDType::F16)) {  // the tensor-core kernel (cuda/attention_prefill.cu) first
         const uint32_t hd = p.head_dim;
         const uint32_t pairs = hd / 2, groups = pairs <= (uint32_t)kThreads ? kThreads / pairs : 1;
         const size_t smem = (hd + kChunk + 32 + groups * hd) * sizeof(float) + 2 * chunk_keys(hd) * hd * sizeof(__half);
@@ -207,6 +208,19 @@ void launch_attention_f16kv(const LaunchArgs &a) {
                    reinterpret_cast<const __half *>(a.buffers[2]), reinterpret_cast<float *>(a.buffers[3]), p, a.patch);
     }
     check_launch("attention_f16kv");
+}
+
+// Over the Q8_0 cache both the decode and the prefill run on the tensor cores (cuda/kv_cache_q8.cuh
+// dequantizes their staged chunks); the shapes those kernels cover are the only ones the loader
+// accepts (ChipConfig::q8_kv_head_dims, q8_kv_max_group).
+void launch_attention_q8kv(const LaunchArgs &a) {
+    const AttentionParams &p = params_of<AttentionParams>(a);
+    check_attention_shape(p, "attention_q8kv");
+    if (p.rows == 1)
+        launch_attention_decode_q8(a, p);
+    else if (!launch_attention_prefill(a, KVCacheDType::Q8_0))
+        throw UnsupportedError("attention_q8kv on CUDA needs head_dim 64 or 128, got " + std::to_string(p.head_dim));
+    check_launch("attention_q8kv");
 }
 
 }  // namespace akunu::cuda

@@ -27,6 +27,9 @@
 // cache rows, and one block per KV head appends them to the cache. Every cache row a block reads
 // is then older than the previous kernel, so the first batch of K and V is loaded before the wait
 // for that kernel (PDL), and the angles are computed then too.
+//
+// The Q8_0 cache's decode (attention_q8kv, attention_rope_*_q8kv) always runs the tensor-core
+// kernel, which dequantizes its staged chunks (cuda/kv_cache_q8.cuh); this kernel reads F16 only.
 #include <cooperative_groups.h>
 
 #include <string>
@@ -464,8 +467,14 @@ void launch_for_head_dim(const LaunchArgs &a, const AttentionParams &p, const Ro
     return launch_decode_warps<Pairs, 32, 1>(a, p, ri);
 }
 
+[[noreturn]] void throw_q8_shape(const AttentionParams &p, const char *name) {
+    throw UnsupportedError(std::string(name) + " on CUDA needs head_dim 64 or 128 and at most 16 query heads per KV " +
+                           "head, got head_dim " + std::to_string(p.head_dim) + ", " + std::to_string(p.n_heads) +
+                           " heads over " + std::to_string(p.n_kv_heads));
+}
+
 template <class Pairs>
-void launch_rope_decode(const LaunchArgs &a, const char *name) {
+void launch_rope_decode(const LaunchArgs &a, const char *name, KVCacheDType cache) {
     const RopeAttentionParams &rp = params_of<RopeAttentionParams>(a);
     check_attention_shape(rp.attention, name);
     if (rp.attention.rows != 1 || rp.rope_dim % 2 != 0 || rp.rope_dim > rp.attention.head_dim)
@@ -479,8 +488,11 @@ void launch_rope_decode(const LaunchArgs &a, const char *name) {
     ri.rope_dim = rp.rope_dim;
     ri.norm_eps = rp.norm_eps;
     constexpr DecodeRope kRope = std::is_same<Pairs, NeoX>::value ? DecodeRope::NeoX : DecodeRope::Interleaved;
-    if (!(a.long_context && launch_attention_decode_gqa(a, rp.attention, ri, kRope)))
+    if (cache == KVCacheDType::Q8_0) {  // read by the tensor-core kernel only, at every depth
+        if (!launch_attention_decode_gqa(a, rp.attention, ri, kRope, cache)) throw_q8_shape(rp.attention, name);
+    } else if (!(a.long_context && launch_attention_decode_gqa(a, rp.attention, ri, kRope, cache))) {
         launch_for_head_dim<Pairs>(a, rp.attention, ri);
+    }
     check_launch(name);
 }
 
@@ -493,13 +505,26 @@ void check_attention_shape(const AttentionParams &p, const char *name) {
 }
 
 void launch_attention_decode(const LaunchArgs &a, const AttentionParams &p) {
-    if (a.long_context && launch_attention_decode_gqa(a, p, RopeInputs{}, DecodeRope::None)) return;
+    if (a.long_context && launch_attention_decode_gqa(a, p, RopeInputs{}, DecodeRope::None, KVCacheDType::F16)) return;
     launch_for_head_dim<NoRope>(a, p, RopeInputs{});
 }
 
-void launch_attention_rope_interleaved_f16kv(const LaunchArgs &a) {
-    launch_rope_decode<Interleaved>(a, "attention_rope_interleaved_f16kv");
+void launch_attention_decode_q8(const LaunchArgs &a, const AttentionParams &p) {
+    if (!launch_attention_decode_gqa(a, p, RopeInputs{}, DecodeRope::None, KVCacheDType::Q8_0))
+        throw_q8_shape(p, "attention_q8kv");
 }
-void launch_attention_rope_neox_f16kv(const LaunchArgs &a) { launch_rope_decode<NeoX>(a, "attention_rope_neox_f16kv"); }
+
+void launch_attention_rope_interleaved_f16kv(const LaunchArgs &a) {
+    launch_rope_decode<Interleaved>(a, "attention_rope_interleaved_f16kv", KVCacheDType::F16);
+}
+void launch_attention_rope_neox_f16kv(const LaunchArgs &a) {
+    launch_rope_decode<NeoX>(a, "attention_rope_neox_f16kv", KVCacheDType::F16);
+}
+void launch_attention_rope_interleaved_q8kv(const LaunchArgs &a) {
+    launch_rope_decode<Interleaved>(a, "attention_rope_interleaved_q8kv", KVCacheDType::Q8_0);
+}
+void launch_attention_rope_neox_q8kv(const LaunchArgs &a) {
+    launch_rope_decode<NeoX>(a, "attention_rope_neox_q8kv", KVCacheDType::Q8_0);
+}
 
 }  // namespace akunu::cuda

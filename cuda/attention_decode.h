@@ -13,5 +13,8 @@ void check_attention_shape(const AttentionParams &p, const char *name);
 
 // Launches one-row attention_f16kv (q already rotated, the token's K/V already in the cache).
 void launch_attention_decode(const LaunchArgs &a, const AttentionParams &p);
+// The same over the Q8_0 cache (attention_q8kv): the tensor-core kernel at every depth; throws
+// UnsupportedError for the shapes it does not cover.
+void launch_attention_decode_q8(const LaunchArgs &a, const AttentionParams &p);
 
 }  // namespace akunu::cuda

@@ -15,12 +15,18 @@
 // head, and the last split of a KV head to finish merges the splits: each split's weight per head
 // first (a lane per split), then the outputs with vector loads of every split's accumulators.
 //
+// The Q8_0 cache (kv_cache_dtype "q8_0"): the ring stages the chunks' int8 values and scales (half
+// the bytes), and each chunk is dequantized into one f16 tile that the same mma loops read
+// (cuda/kv_cache_q8.cuh). Each warp stages and dequantizes only the 16 keys it reads, so its loop
+// runs on warp barriers alone.
+//
 // The RoPE variant also does the RoPE + KV-write command's work: the warps rotate the group's
 // queries (QK-norm first when the model has it), and the block holding the context's last key
 // builds the token's key and value and appends them to the cache before staging its chunks.
 #include "cuda/attention_decode_gqa.h"
 #include "cuda/attention_decode_parts.cuh"
 #include "cuda/common.cuh"
+#include "cuda/kv_cache_q8.cuh"
 #include "cuda/mma.cuh"
 
 namespace akunu::cuda {
@@ -37,40 +43,56 @@ constexpr uint32_t kMinKeysPerSplit = 4 * kChunkKeys;
 __device__ __forceinline__ uint32_t ceil_div_dev(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
 
 // Chunks in flight: kStages - 1 load while one is used. Deep enough that a block's loads cover
-// the memory latency, shallow enough for two blocks per SM (head_dim 128: 3 x 32 KB of K and V).
-template <int HD>
+// the memory latency, shallow enough for two blocks per SM (head_dim 128: 3 x 32 KB of F16 K and
+// V; the Q8_0 cache's chunks are half that, so four of them plus the f16 tile).
+template <int HD, bool kQ8>
 constexpr int stages() {
-    return HD <= 64 ? 4 : 3;
+    return HD <= 64 || kQ8 ? 4 : 3;
 }
 
-// Shared memory: the ring of K/V chunk buffers. Before the key loop the last buffer (the first
-// one staged after the prologue) holds the group's q rows (hi, lo) and rotate_head's stash; after
-// it the warps' (m, l, acc) states take the ring. So two blocks of head_dim 128 fit an SM.
-template <int HD>
-struct Smem {
+// Shared memory. F16 cache: the ring of K/V chunk tiles. Q8_0 cache: the ring of staged Q8_0
+// chunks and one f16 tile they are dequantized into. Before the key loop the last tile (for F16
+// the first one staged after the prologue) holds the group's q rows (hi, lo) and rotate_head's
+// stash; after it the warps' (m, l, acc) states take the tiles. So two blocks of head_dim 128 fit
+// an SM.
+template <int HD, bool kQ8>
+struct SmemTiles {
     static constexpr int LD = HD + 8;  // halves per row: the 8 rows of an ldmatrix hit distinct banks
-    static constexpr int kStages = stages<HD>();
-    __half ks[kStages][kChunkKeys][LD];
-    __half vs[kStages][kChunkKeys][LD];
+    static constexpr int kStages = stages<HD, kQ8>();
+    static constexpr int kTiles = kQ8 ? 1 : kStages;
+    __half ks[kTiles][kChunkKeys][LD];
+    __half vs[kTiles][kChunkKeys][LD];
     struct Prologue {
         __half q_hi[kRows][LD];
         __half q_lo[kRows][LD];
         float stash[kWarps][HD];
     };
-    __device__ Prologue &prologue() { return *reinterpret_cast<Prologue *>(&ks[kStages - 1][0][0]); }
+    __device__ Prologue &prologue() { return *reinterpret_cast<Prologue *>(&ks[kTiles - 1][0][0]); }
     __device__ float *states() { return reinterpret_cast<float *>(&ks[0][0][0]); }  // [kWarps][kRows][HD + 2]
+    // Where the states may reach: ks and vs are one array's two halves.
+    static constexpr size_t kTileBytes = 2 * sizeof(__half) * kTiles * kChunkKeys * LD;
 };
-static_assert(sizeof(Smem<64>::Prologue) <= sizeof(Smem<64>::ks[0]), "the prologue fits a K buffer");
-static_assert(sizeof(Smem<128>::Prologue) <= sizeof(Smem<128>::ks[0]), "the prologue fits a K buffer");
-static_assert(sizeof(Smem<64>::ks) >= kWarps * kRows * (64 + 2) * sizeof(float), "states fit in ks");
-static_assert(sizeof(Smem<64>::ks) >= kRows * (32 + 64) * sizeof(float), "the merge's weights and outputs fit");
-static_assert(sizeof(Smem<128>::ks) >= kWarps * kRows * (128 + 2) * sizeof(float), "states fit in ks");
-static_assert(sizeof(Smem<128>::ks) >= kRows * (32 + 128) * sizeof(float), "the merge's weights and outputs fit");
+template <int HD, bool kQ8>
+struct Smem : SmemTiles<HD, kQ8> {};
+template <int HD>
+struct Smem<HD, true> : SmemTiles<HD, true> {
+    Q8Chunk<HD, kChunkKeys> ring[SmemTiles<HD, true>::kStages];
+};
+template <int HD, bool kQ8>
+constexpr bool smem_holds_its_phases() {
+    using S = Smem<HD, kQ8>;
+    return sizeof(typename S::Prologue) <= sizeof(S::ks[0]) &&
+           S::kTileBytes >= kWarps * kRows * (HD + 2) * sizeof(float) &&  // the warps' states
+           S::kTileBytes >= kRows * (32 + HD) * sizeof(float);           // the merge's weights and outputs
+}
+static_assert(smem_holds_its_phases<64, false>() && smem_holds_its_phases<128, false>() &&
+                  smem_holds_its_phases<64, true>() && smem_holds_its_phases<128, true>(),
+              "the prologue, the states and the merge fit the tiles");
 
-template <class Pairs, int HD>
+template <class Pairs, int HD, bool kQ8>
 __global__ void __launch_bounds__(kWarps * 32)
-    attention_decode_gqa_kernel(const float *__restrict__ q_all, __half *__restrict__ k_cache,
-                                __half *__restrict__ v_cache, float *__restrict__ out, float *__restrict__ partial,
+    attention_decode_gqa_kernel(const float *__restrict__ q_all, void *__restrict__ k_cache,
+                                void *__restrict__ v_cache, float *__restrict__ out, float *__restrict__ partial,
                                 const __grid_constant__ AttentionParams p, const __grid_constant__ RopeInputs ri,
                                 const __grid_constant__ PatchContext pc, uint32_t n_splits,
                                 unsigned *__restrict__ done_splits, XQ16Chunk *__restrict__ xq_out,
@@ -78,8 +100,8 @@ __global__ void __launch_bounds__(kWarps * 32)
     constexpr bool kRope = !std::is_same<Pairs, NoRope>::value;
     constexpr int kDpl = HD / 32;  // dims per lane when a warp holds a whole head (rotate_head)
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    Smem<HD> &sm = *reinterpret_cast<Smem<HD> *>(smem_raw);
-    typename Smem<HD>::Prologue &pro = sm.prologue();
+    Smem<HD, kQ8> &sm = *reinterpret_cast<Smem<HD, kQ8> *>(smem_raw);
+    typename Smem<HD, kQ8>::Prologue &pro = sm.prologue();
     const uint32_t tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
     const uint32_t kv_head = blockIdx.x, split = blockIdx.z;
     const uint32_t group = p.n_heads / p.n_kv_heads, head0 = kv_head * group;
@@ -95,21 +117,28 @@ __global__ void __launch_bounds__(kWarps * 32)
     if (split >= active) return;  // block-uniform, before any barrier
     const uint32_t k_begin = first + split * per_split, k_end = min(k_begin + per_split, n_ctx);
     const size_t head_base = (size_t)kv_head * p.max_seq * HD;
-    __half *K = k_cache + head_base, *V = v_cache + head_base;
+    // F16 cache: this head's rows; Q8_0: the layer's planes.
+    __half *K = static_cast<__half *>(k_cache) + head_base, *V = static_cast<__half *>(v_cache) + head_base;
+    const Q8Planes Kq(k_cache, p.n_kv_heads, p.max_seq, HD), Vq(v_cache, p.n_kv_heads, p.max_seq, HD);
+    const auto row_of = [&](uint32_t pos) { return pos % p.max_seq; };  // a window's ring
 
     // Chunk c (keys k_begin + 64c on) into its ring buffer, one commit group per chunk (an empty
     // group past the split's end, so that every thread counts the same groups).
-    constexpr int kStages = stages<HD>();
+    constexpr int kStages = stages<HD, kQ8>();
     const uint32_t n_chunks = ceil_div_dev(k_end - k_begin, kChunkKeys);
     const auto stage = [&](uint32_t c) {
         if (c < n_chunks) {
             const uint32_t c0 = k_begin + c * kChunkKeys, b = c % kStages;
-            for (uint32_t i = tid; i < kChunkKeys * HD / 8; i += kWarps * 32) {
-                const uint32_t j = i / (HD / 8), d = 8 * (i % (HD / 8));
-                const bool ok = c0 + j < k_end;  // past k_end: zeros, masked below
-                const size_t src = (size_t)(ok ? c0 + j : c0) * HD + d;
-                cp_async16(&sm.ks[b][j][d], K + src, ok ? 16 : 0);
-                cp_async16(&sm.vs[b][j][d], V + src, ok ? 16 : 0);
+            if constexpr (kQ8) {
+                sm.ring[b].stage(Kq, Vq, kv_head, p.max_seq, c0, k_end - c0, row_of, 16 * warp, 16, lane, 32);  // the warp's keys
+            } else {
+                for (uint32_t i = tid; i < kChunkKeys * HD / 8; i += kWarps * 32) {
+                    const uint32_t j = i / (HD / 8), d = 8 * (i % (HD / 8));
+                    const bool ok = c0 + j < k_end;  // past k_end: zeros, masked below
+                    const size_t src = (size_t)row_of(ok ? c0 + j : c0) * HD + d;
+                    cp_async16(&sm.ks[b][j][d], K + src, ok ? 16 : 0);
+                    cp_async16(&sm.vs[b][j][d], V + src, ok ? 16 : 0);
+                }
             }
         }
         cp_async_commit();
@@ -162,12 +191,28 @@ __global__ void __launch_bounds__(kWarps * 32)
             const uint32_t q_dim = p.n_heads * HD, kv_dim = p.n_kv_heads * HD;
             float k_own[kDpl];
             rotate_head<Pairs, kDpl>(k_own, q_all + q_dim + kv_head * HD, ri.k_norm, ri, cs, HD, 1.f, pro.stash[0]);
-            const float *v_src = q_all + q_dim + kv_dim + kv_head * HD + lane * kDpl;
-            const size_t row = (size_t)(n_ctx - 1) * HD + lane * kDpl;
+            const float *v_head = q_all + q_dim + kv_dim + kv_head * HD;
+            const uint32_t row = row_of(n_ctx - 1);
+            if constexpr (kQ8) {  // a block of 32 dims per step, lane i holding dim i
+                float *k_rot = pro.stash[0];
 #pragma unroll
-            for (int i = 0; i < kDpl; i += 2) {
-                *reinterpret_cast<__half2 *>(K + row + i) = __floats2half2_rn(k_own[i], k_own[i + 1]);
-                *reinterpret_cast<__half2 *>(V + row + i) = __floats2half2_rn(v_src[i], v_src[i + 1]);
+                for (int i = 0; i < kDpl; ++i) k_rot[lane * kDpl + i] = k_own[i];
+                __syncwarp();
+                int8_t *kq = Kq.row_values(kv_head, row, p.max_seq, HD), *vq = Vq.row_values(kv_head, row, p.max_seq, HD);
+                __half *kd = Kq.row_scales(kv_head, row, p.max_seq, HD), *vd = Vq.row_scales(kv_head, row, p.max_seq, HD);
+#pragma unroll
+                for (int b = 0; b < HD / 32; ++b) {
+                    quantize_block_q8_warp(k_rot[32 * b + lane], kq + 32 * b, kd + b);
+                    quantize_block_q8_warp(v_head[32 * b + lane], vq + 32 * b, vd + b);
+                }
+            } else {
+                const float *v_src = v_head + lane * kDpl;
+                const size_t dst = (size_t)row * HD + lane * kDpl;
+#pragma unroll
+                for (int i = 0; i < kDpl; i += 2) {
+                    *reinterpret_cast<__half2 *>(K + dst + i) = __floats2half2_rn(k_own[i], k_own[i + 1]);
+                    *reinterpret_cast<__half2 *>(V + dst + i) = __floats2half2_rn(v_src[i], v_src[i + 1]);
+                }
             }
         }
     }
@@ -189,11 +234,18 @@ __global__ void __launch_bounds__(kWarps * 32)
 
     if (!early)
         for (int c = 0; c < kStages - 1; ++c) stage(c);
+    if constexpr (kQ8) __syncthreads();  // every warp holds its q fragments: the tile takes keys
     for (uint32_t c = 0; c < n_chunks; ++c) {
         cp_async_wait_group<kStages - 2>();  // chunk c has landed; the next ones may fly
-        __syncthreads();                     // ... for every thread; chunk c - 1's buffer is free
-        stage(c + kStages - 1);              // into chunk c - 1's buffer
-        const uint32_t buf = c % kStages, c0 = k_begin + c * kChunkKeys;
+        // ... for every thread (Q8_0: of the warp, which stages, dequantizes and reads only its own
+        // 16 keys: no block barrier in the loop); chunk c - 1's buffer is free
+        if constexpr (kQ8) __syncwarp(); else __syncthreads();
+        stage(c + kStages - 1);  // into chunk c - 1's buffer
+        if constexpr (kQ8) {
+            sm.ring[c % kStages].dequantize(sm.ks[0], sm.vs[0], 16 * warp, 16, lane, 32);
+            __syncwarp();
+        }
+        const uint32_t buf = kQ8 ? 0 : c % kStages, c0 = k_begin + c * kChunkKeys;
         const uint32_t w0 = c0 + 16 * warp;  // the warp's first key
         if (w0 < k_end) {                    // warp-uniform
             float s[2][4] = {};
@@ -340,10 +392,10 @@ __global__ void __launch_bounds__(kWarps * 32)
         store_q16_block(xq_out, head0 * HD + i - lane, merged[i], out_norm_w);
 }
 
-template <class Pairs, int HD>
+template <class Pairs, int HD, bool kQ8>
 void launch(const LaunchArgs &a, const AttentionParams &p, const RopeInputs &ri) {
-    const auto kernel = attention_decode_gqa_kernel<Pairs, HD>;
-    const size_t smem = sizeof(Smem<HD>);
+    const auto kernel = attention_decode_gqa_kernel<Pairs, HD, kQ8>;
+    const size_t smem = sizeof(Smem<HD, kQ8>);
     static const bool smem_ok = allow_dynamic_smem(kernel, smem);
     if (!smem_ok) throw AkunuError("internal: the GQA decode attention's shared memory does not fit this device");
     // Enough (KV head, split) blocks for every SM to hold as many as it can at once (asked once:
@@ -365,33 +417,43 @@ void launch(const LaunchArgs &a, const AttentionParams &p, const RopeInputs &ri)
     const Q16Handoff &ho = a.q16_out;
     const bool hand_off = p.rows == 1 && ho.offered_for(reinterpret_cast<float *>(a.buffers[3]), p.n_heads * HD);
     launch_pdl(kernel, dim3(p.n_kv_heads, 1, n_splits), kWarps * 32, smem, a,
-               reinterpret_cast<const float *>(a.buffers[0]), reinterpret_cast<__half *>(a.buffers[1]),
-               reinterpret_cast<__half *>(a.buffers[2]), reinterpret_cast<float *>(a.buffers[3]), a.workspace->data, p,
+               reinterpret_cast<const float *>(a.buffers[0]), static_cast<void *>(a.buffers[1]),
+               static_cast<void *>(a.buffers[2]), reinterpret_cast<float *>(a.buffers[3]), a.workspace->data, p,
                ri, a.patch, n_splits, a.workspace->counters, hand_off ? static_cast<XQ16Chunk *>(ho.chunks) : nullptr,
                hand_off ? ho.norm_w : nullptr);
     if (hand_off) *ho.written = true;
 }
 
-template <class Pairs>
+template <class Pairs, bool kQ8>
 bool launch_for_head_dim(const LaunchArgs &a, const AttentionParams &p, const RopeInputs &ri) {
     switch (p.head_dim) {
-        case 64: launch<Pairs, 64>(a, p, ri); return true;
-        case 128: launch<Pairs, 128>(a, p, ri); return true;
+        case 64: launch<Pairs, 64, kQ8>(a, p, ri); return true;
+        case 128: launch<Pairs, 128, kQ8>(a, p, ri); return true;
         default: return false;
     }
 }
 
-}  // namespace
-
-bool launch_attention_decode_gqa(const LaunchArgs &a, const AttentionParams &p, const RopeInputs &ri, DecodeRope rope) {
-    if (p.rows != 1 || p.n_kv_heads == 0 || p.n_heads % p.n_kv_heads != 0 || p.n_heads / p.n_kv_heads > kRows)
-        return false;
+template <bool kQ8>
+bool launch_for_rope(const LaunchArgs &a, const AttentionParams &p, const RopeInputs &ri, DecodeRope rope) {
     switch (rope) {
-        case DecodeRope::None: return launch_for_head_dim<NoRope>(a, p, ri);
-        case DecodeRope::Interleaved: return launch_for_head_dim<Interleaved>(a, p, ri);
-        case DecodeRope::NeoX: return launch_for_head_dim<NeoX>(a, p, ri);
+        case DecodeRope::None: return launch_for_head_dim<NoRope, kQ8>(a, p, ri);
+        case DecodeRope::Interleaved: return launch_for_head_dim<Interleaved, kQ8>(a, p, ri);
+        case DecodeRope::NeoX: return launch_for_head_dim<NeoX, kQ8>(a, p, ri);
     }
     return false;
+}
+
+}  // namespace
+
+bool gqa_decode_covers(uint32_t n_heads, uint32_t n_kv_heads, uint32_t head_dim) {
+    return n_kv_heads != 0 && n_heads % n_kv_heads == 0 && n_heads / n_kv_heads <= (uint32_t)kRows &&
+           (head_dim == 64 || head_dim == 128);
+}
+
+bool launch_attention_decode_gqa(const LaunchArgs &a, const AttentionParams &p, const RopeInputs &ri, DecodeRope rope,
+                                 KVCacheDType cache) {
+    if (p.rows != 1 || !gqa_decode_covers(p.n_heads, p.n_kv_heads, p.head_dim)) return false;
+    return cache == KVCacheDType::Q8_0 ? launch_for_rope<true>(a, p, ri, rope) : launch_for_rope<false>(a, p, ri, rope);
 }
 
 }  // namespace akunu::cuda

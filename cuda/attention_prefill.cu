@@ -9,9 +9,13 @@
 // accumulator fragments, and multiplies the probabilities (re-packed as f16 A fragments, no trip
 // through shared memory) by V into f32 accumulators.
 // Each K/V row is read once per 64 query rows, where the one-row kernel read it once per row.
+//
+// Over the Q8_0 cache (attention_q8kv) the two buffers hold staged Q8_0 chunks, and each chunk is
+// dequantized into one f16 tile that the same mma loops read (cuda/kv_cache_q8.cuh).
 #include "cuda/attention_prefill.h"
 
 #include "cuda/common.cuh"
+#include "cuda/kv_cache_q8.cuh"
 #include "cuda/mma.cuh"
 
 namespace akunu::cuda {
@@ -20,26 +24,48 @@ namespace {
 
 constexpr int kWarps = 4, kTileRows = 16 * kWarps, kChunkKeys = 64;
 
+// Halves per shared row: the 8 rows of an ldmatrix hit distinct banks.
 template <int HD>
+constexpr int row_halves() {
+    return HD + 8;
+}
+// F16 tiles: two (the next chunk loads while one is used); over the Q8_0 cache one, fed from two
+// staged Q8_0 chunks.
+template <bool kQ8>
+constexpr int tiles() {
+    return kQ8 ? 1 : 2;
+}
+template <int HD, bool kQ8>
+constexpr size_t smem_bytes() {
+    return 2 * tiles<kQ8>() * kChunkKeys * row_halves<HD>() * sizeof(__half) +
+           (kQ8 ? 2 * sizeof(Q8Chunk<HD, kChunkKeys>) : 0);
+}
+
+template <int HD, bool kQ8>
 __global__ void __launch_bounds__(kWarps * 32)
-    attention_prefill_kernel(const float *__restrict__ q_all, const __half *__restrict__ k_cache,
-                             const __half *__restrict__ v_cache, float *__restrict__ out,
+    attention_prefill_kernel(const float *__restrict__ q_all, const void *__restrict__ k_cache,
+                             const void *__restrict__ v_cache, float *__restrict__ out,
                              const __grid_constant__ AttentionParams p, const __grid_constant__ PatchContext pc) {
     pdl_enter();
     static_assert(HD % 16 == 0 && kTileRows == kChunkKeys, "the Q tile is staged in the key buffer");
-    constexpr int LD = HD + 8;  // halves per shared row: the 8 rows of an ldmatrix hit distinct banks
-    // Two chunk buffers: the next chunk loads while this one is used.
+    constexpr int LD = row_halves<HD>(), kTiles = tiles<kQ8>();
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    auto ks = reinterpret_cast<__half(*)[kChunkKeys][LD]>(smem_raw);  // [2][kChunkKeys][LD]
-    auto vs = ks + 2;
+    auto ks = reinterpret_cast<__half(*)[kChunkKeys][LD]>(smem_raw);  // [kTiles][kChunkKeys][LD]
+    auto vs = ks + kTiles;
+    auto ring = reinterpret_cast<Q8Chunk<HD, kChunkKeys> *>(vs + kTiles);  // Q8_0: [2]
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const uint32_t g = lane >> 2, t = lane & 3;
     const uint32_t h = blockIdx.y, r0 = blockIdx.x * kTileRows;
     const uint32_t position = resolve_position(p.position, pc);
-    const size_t head_base = (size_t)(h / (p.n_heads / p.n_kv_heads)) * p.max_seq * HD;
-    const __half *K = k_cache + head_base, *V = v_cache + head_base;
+    const uint32_t kv_head = h / (p.n_heads / p.n_kv_heads);
+    const size_t head_base = (size_t)kv_head * p.max_seq * HD;
+    // F16 cache: this head's rows; Q8_0: the layer's planes.
+    const __half *K = static_cast<const __half *>(k_cache) + head_base, *V = static_cast<const __half *>(v_cache) + head_base;
+    const Q8Planes Kq(const_cast<void *>(k_cache), p.n_kv_heads, p.max_seq, HD),
+        Vq(const_cast<void *>(v_cache), p.n_kv_heads, p.max_seq, HD);
+    const auto row_of = [&](uint32_t pos) { return pos % p.max_seq; };  // a window's ring
 
-    // The tile's q rows, scaled, as two f16 A fragments: q = hi + lo (staged through buffer 1).
+    // The tile's q rows, scaled, as two f16 A fragments: q = hi + lo (staged through the last tile).
     // One f16 alone would put its rounding (2^-11 relative) into every score before the softmax
     // amplifies it; hi + lo carries q to ~2^-22 for a second mma per step.
     for (uint32_t i = tid; i < kTileRows * HD / 2; i += kWarps * 32) {
@@ -50,17 +76,17 @@ __global__ void __launch_bounds__(kWarps * 32)
         const float x = v.x * p.scale, y = v.y * p.scale;
         const __half2 hi = __floats2half2_rn(x, y);
         const float2 back = __half22float2(hi);
-        *reinterpret_cast<__half2 *>(&ks[1][row][c]) = hi;
-        *reinterpret_cast<uint32_t *>(&vs[1][row][c]) = pack_half2(x - back.x, y - back.y);
+        *reinterpret_cast<__half2 *>(&ks[kTiles - 1][row][c]) = hi;
+        *reinterpret_cast<uint32_t *>(&vs[kTiles - 1][row][c]) = pack_half2(x - back.x, y - back.y);
     }
     __syncthreads();
     uint32_t qa[HD / 16][4], qa_lo[HD / 16][4];
 #pragma unroll
     for (int kk = 0; kk < HD / 16; ++kk) {
-        ldmatrix_x4(qa[kk], &ks[1][16 * warp + (lane & 15)][16 * kk + 8 * (lane >> 4)]);
-        ldmatrix_x4(qa_lo[kk], &vs[1][16 * warp + (lane & 15)][16 * kk + 8 * (lane >> 4)]);
+        ldmatrix_x4(qa[kk], &ks[kTiles - 1][16 * warp + (lane & 15)][16 * kk + 8 * (lane >> 4)]);
+        ldmatrix_x4(qa_lo[kk], &vs[kTiles - 1][16 * warp + (lane & 15)][16 * kk + 8 * (lane >> 4)]);
     }
-    __syncthreads();  // buffer 1 now takes keys
+    __syncthreads();  // the tile now takes keys
 
     // Keys the tile needs: causal up to its last row, from the first row's window start.
     const uint32_t last_row = min(r0 + kTileRows, p.rows) - 1;
@@ -79,12 +105,16 @@ __global__ void __launch_bounds__(kWarps * 32)
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
 
     const auto stage = [&](int b, uint32_t c0) {  // chunk c0's rows into buffer b (past k_end: zeros)
-        for (uint32_t i = tid; i < kChunkKeys * HD / 8; i += kWarps * 32) {
-            const uint32_t j = i / (HD / 8), d = 8 * (i % (HD / 8));
-            const bool ok = c0 + j < k_end;
-            const size_t src = (size_t)(ok ? c0 + j : c0) * HD + d;
-            cp_async16(&ks[b][j][d], K + src, ok ? 16 : 0);
-            cp_async16(&vs[b][j][d], V + src, ok ? 16 : 0);
+        if constexpr (kQ8) {
+            ring[b].stage(Kq, Vq, kv_head, p.max_seq, c0, k_end - c0, row_of, 0, kChunkKeys, tid, kWarps * 32);
+        } else {
+            for (uint32_t i = tid; i < kChunkKeys * HD / 8; i += kWarps * 32) {
+                const uint32_t j = i / (HD / 8), d = 8 * (i % (HD / 8));
+                const bool ok = c0 + j < k_end;
+                const size_t src = (size_t)row_of(ok ? c0 + j : c0) * HD + d;
+                cp_async16(&ks[b][j][d], K + src, ok ? 16 : 0);
+                cp_async16(&vs[b][j][d], V + src, ok ? 16 : 0);
+            }
         }
         cp_async_commit();
     };
@@ -98,6 +128,11 @@ __global__ void __launch_bounds__(kWarps * 32)
             cp_async_wait_all();
         }
         __syncthreads();
+        if constexpr (kQ8) {
+            ring[buf].dequantize(ks[0], vs[0], 0, kChunkKeys, tid, kWarps * 32);
+            __syncthreads();  // the f16 tile is whole (the barrier closing the last chunk: none still reads it)
+        }
+        const int tile = kQ8 ? 0 : buf;
 
         if (c0 <= warp_last) {  // (a chunk wholly after the warp's rows is all masked)
             // Scores S = Q K^T: 8 n-tiles of 8 keys.
@@ -111,7 +146,7 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll
                 for (int j = 0; j < kChunkKeys / 16; ++j) {
                     uint32_t b[4];
-                    ldmatrix_x4(b, &ks[buf][16 * j + (lane & 7) + 8 * (lane >> 4)][16 * kk + 8 * ((lane >> 3) & 1)]);
+                    ldmatrix_x4(b, &ks[tile][16 * j + (lane & 7) + 8 * (lane >> 4)][16 * kk + 8 * ((lane >> 3) & 1)]);
                     mma_16816(s[2 * j], qa[kk], b);
                     mma_16816(s[2 * j + 1], qa[kk], b + 2);
                     mma_16816(s[2 * j], qa_lo[kk], b);
@@ -138,7 +173,7 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll
                 for (int dj = 0; dj < HD / 16; ++dj) {
                     uint32_t b[4];
-                    ldmatrix_x4_trans(b, &vs[buf][16 * kk + (lane & 7) + 8 * ((lane >> 3) & 1)][16 * dj + 8 * (lane >> 4)]);
+                    ldmatrix_x4_trans(b, &vs[tile][16 * kk + (lane & 7) + 8 * ((lane >> 3) & 1)][16 * dj + 8 * (lane >> 4)]);
                     mma_16816(o[2 * dj], pa, b);
                     mma_16816(o[2 * dj + 1], pa, b + 2);
                 }
@@ -164,31 +199,39 @@ __global__ void __launch_bounds__(kWarps * 32)
     }
 }
 
-template <int HD>
+template <int HD, bool kQ8>
 void launch(const LaunchArgs &a, const AttentionParams &p) {
     const dim3 grid((p.rows + kTileRows - 1) / kTileRows, p.n_heads);
-    const size_t smem = 4 * kChunkKeys * (HD + 8) * sizeof(__half);  // K and V, two buffers each
-    static const bool smem_ok = allow_dynamic_smem(attention_prefill_kernel<HD>, smem);
+    const auto kernel = attention_prefill_kernel<HD, kQ8>;
+    const size_t smem = smem_bytes<HD, kQ8>();
+    static const bool smem_ok = allow_dynamic_smem(kernel, smem);
     if (!smem_ok) throw AkunuError("internal: the prefill attention's shared memory does not fit this device");
-    launch_pdl(attention_prefill_kernel<HD>, grid, kWarps * 32, smem, a, reinterpret_cast<const float *>(a.buffers[0]),
-               reinterpret_cast<const __half *>(a.buffers[1]), reinterpret_cast<const __half *>(a.buffers[2]),
+    launch_pdl(kernel, grid, kWarps * 32, smem, a, reinterpret_cast<const float *>(a.buffers[0]),
+               static_cast<const void *>(a.buffers[1]), static_cast<const void *>(a.buffers[2]),
                reinterpret_cast<float *>(a.buffers[3]), p, a.patch);
 }
 
 }  // namespace
 
-bool launch_attention_prefill(const LaunchArgs &a) {
+bool launch_attention_prefill(const LaunchArgs &a, KVCacheDType cache) {
     const AttentionParams &p = params_of<AttentionParams>(a);
     // float2 q loads and stores need 8-byte aligned rows.
     const bool aligned = p.q_stride % 2 == 0 && p.out_stride % 2 == 0 &&
                          (reinterpret_cast<uintptr_t>(a.buffers[0]) & 7) == 0 &&
                          (reinterpret_cast<uintptr_t>(a.buffers[3]) & 7) == 0;
     if (p.rows < 2 || !aligned) return false;
+    if (cache == KVCacheDType::Q8_0) {
+        switch (p.head_dim) {
+            case 64: launch<64, true>(a, p); return true;
+            case 128: launch<128, true>(a, p); return true;
+            default: return false;
+        }
+    }
     switch (p.head_dim) {
-        case 16: launch<16>(a, p); return true;
-        case 32: launch<32>(a, p); return true;
-        case 64: launch<64>(a, p); return true;
-        case 128: launch<128>(a, p); return true;
+        case 16: launch<16, false>(a, p); return true;
+        case 32: launch<32, false>(a, p); return true;
+        case 64: launch<64, false>(a, p); return true;
+        case 128: launch<128, false>(a, p); return true;
         default: return false;
     }
 }

@@ -1,8 +1,10 @@
-// RoPE on Q and K in place, then K and V appended to the head-major F16 cache at the token's
-// position. The position comes from the patch (device memory) in decode replays.
+// RoPE on Q and K in place, then K and V appended to the head-major KV cache at the token's
+// position (F16, or Q8_0 blocks: rope_*_kv_write_q8). The position comes from the patch (device
+// memory) in decode replays.
 #include <algorithm>
 
 #include "cuda/common.cuh"
+#include "cuda/kv_cache_q8.cuh"
 #include "cuda/rope_pairs.cuh"
 
 namespace akunu::cuda {
@@ -61,9 +63,58 @@ void launch_rope(const LaunchArgs &a, const char *name) {
     check_launch(name);
 }
 
+// The Q8_0 cache's variant: a warp per head of a row (Q heads, then K heads, then V heads). A Q or
+// K head is rotated in place, its pairs spread over the lanes; a K or V head is then quantized
+// 32 dims at a time (a block's amax is a warp reduction), the rotated K read back from qkv.
+template <class Pairs>
+__global__ void rope_kv_q8_kernel(float *__restrict__ qkv, void *__restrict__ k_cache, void *__restrict__ v_cache,
+                                  const float *__restrict__ inv_freq, const __grid_constant__ RopeKVParams p,
+                                  const __grid_constant__ PatchContext pc) {
+    pdl_enter();
+    const uint32_t r = blockIdx.x, lane = threadIdx.x & 31;
+    const uint32_t head = blockIdx.y * (blockDim.x / 32) + threadIdx.x / 32;  // warp-uniform
+    if (head >= p.n_heads + 2 * p.n_kv_heads) return;
+    const uint32_t pos = resolve_position(p.position, pc) + r, hd = p.head_dim;
+    float *x = qkv + (size_t)r * p.qkv_stride + (size_t)head * hd;  // Q, K and V heads lie in this order
+    if (head < p.n_heads + p.n_kv_heads) {
+        for (uint32_t i = lane; i < p.rope_dim / 2; i += 32) {
+            float s, c;
+            rope_sincos(pos, inv_freq[i], &s, &c);
+            const uint32_t i0 = Pairs::first(i, p.rope_dim), i1 = Pairs::second(i, p.rope_dim);
+            const float a = x[i0], b = x[i1];
+            x[i0] = a * c - b * s;
+            x[i1] = a * s + b * c;
+        }
+        __syncwarp();  // the rotated dims, read below by other lanes
+    }
+    if (head < p.n_heads) return;
+    const bool is_k = head < p.n_heads + p.n_kv_heads;
+    const uint32_t kv_head = head - p.n_heads - (is_k ? 0 : p.n_kv_heads), row = pos % p.max_seq;
+    const Q8Planes planes(is_k ? k_cache : v_cache, p.n_kv_heads, p.max_seq, hd);
+    int8_t *q = planes.row_values(kv_head, row, p.max_seq, hd);
+    __half *d = planes.row_scales(kv_head, row, p.max_seq, hd);
+    for (uint32_t b = 0; b < hd / 32; ++b) quantize_block_q8_warp(x[32 * b + lane], q + 32 * b, d + b);
+}
+
+template <class Pairs>
+void launch_rope_q8(const LaunchArgs &a, const char *name) {
+    const RopeKVParams &p = params_of<RopeKVParams>(a);
+    if (p.head_dim % kKVQ8Block != 0)
+        throw UnsupportedError(std::string(name) + " needs head_dim a multiple of 32, got " + std::to_string(p.head_dim));
+    constexpr unsigned kWarps = 4;
+    launch_pdl(rope_kv_q8_kernel<Pairs>, dim3(p.rows, ceil_div_u(p.n_heads + 2 * p.n_kv_heads, kWarps)), kWarps * 32,
+               0, a, reinterpret_cast<float *>(a.buffers[0]), static_cast<void *>(a.buffers[1]),
+               static_cast<void *>(a.buffers[2]), reinterpret_cast<const float *>(a.buffers[3]), p, a.patch);
+    check_launch(name);
+}
+
 }  // namespace
 
 void launch_rope_interleaved_kv_write(const LaunchArgs &a) { launch_rope<Interleaved>(a, "rope_interleaved_kv_write"); }
 void launch_rope_neox_kv_write(const LaunchArgs &a) { launch_rope<NeoX>(a, "rope_neox_kv_write"); }
+void launch_rope_interleaved_kv_write_q8(const LaunchArgs &a) {
+    launch_rope_q8<Interleaved>(a, "rope_interleaved_kv_write_q8");
+}
+void launch_rope_neox_kv_write_q8(const LaunchArgs &a) { launch_rope_q8<NeoX>(a, "rope_neox_kv_write_q8"); }
 
 }  // namespace akunu::cuda

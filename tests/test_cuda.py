@@ -284,14 +284,6 @@ def test_gqa_decode_attention_many_splits_match_cpu(gguf_dir, monkeypatch):
     assert_long_decode_matches(cpu, cuda, n_ctx=4400, steps=8)
 
 
-def test_q8_kv_cache_is_refused_until_cuda_has_its_kernels(gguf_dir):
-    """kv_cache_dtype="q8_0" runs on the CPU (tests/test_kv_cache_dtype.py); on CUDA the load says
-    it is not supported there yet, before any weight is uploaded."""
-    path, _ = gm.build_tiny_gguf(SPECS["q8_0_hd128"], gguf_dir)
-    with pytest.raises(akunu.UnsupportedError, match="kv_cache_dtype 'q8_0' is not supported by the cuda backend"):
-        akunu.Model(str(path), backend="cuda", kv_cache_dtype="q8_0")
-
-
 # Other architectures at head_dim 64: QK-norm and NeoX RoPE (Qwen3, a group of 4), score soft-capping
 # and sliding windows (Gemma 2, Mistral), decoded past the window on the tensor-core kernel. (The tiny
 # Gemma 2 greedy-decodes one token over and over, so its case shows little beyond the kernel running
@@ -312,6 +304,120 @@ def test_gqa_decode_attention_archs_match_cpu(name, gguf_dir, monkeypatch):
     ids = _tokens(cpu, 100)
     assert _greedy(cpu, ids, 40) == _greedy(cuda, ids, 40)
     assert_long_decode_matches(cpu, cuda, n_ctx=600, steps=16)
+
+
+# ------------------------------------------------------------------ the Q8_0 KV cache
+# kv_cache_dtype="q8_0" on CUDA (cuda/kv_cache_q8.cuh): the RoPE + KV-write kernels quantize as the
+# CPU does (tests/test_kv_cache_dtype.py holds the CPU to gguf-py's Q8_0 byte for byte), the
+# tensor-core decode and prefill attention read the cache the CPU wrote, and whole models decode
+# as the CPU's Q8_0-cache models do.
+
+import test_kv_cache_dtype as kvq  # noqa: E402
+
+
+def _rope_kv_write(backend, k_rows, v_rows, n_heads, n_kv_heads, head_dim, max_seq, position, rope_dim, neox):
+    rows = k_rows.shape[0] // n_kv_heads
+    q = np.random.default_rng(7).standard_normal((rows, n_heads * head_dim)).astype(np.float32)
+    qkv = np.ascontiguousarray(np.concatenate([q, k_rows.reshape(rows, -1), v_rows.reshape(rows, -1)], axis=1))
+    return akunu._core._device_rope_kv_write(backend, "q8_0", qkv, n_heads, n_kv_heads, head_dim, rope_dim, max_seq,
+                                       position, kvq.inv_freq(rope_dim), neox)
+
+
+@pytest.mark.parametrize("head_dim, rope_dim, neox", [(64, 0, True), (128, 0, False), (32, 0, True), (64, 64, True),
+                                                     (128, 96, False), (128, 128, True)])
+def test_q8_kv_write_matches_cpu(head_dim, rope_dim, neox):
+    """Unrotated rows (rope_dim 0: the V path and K past rope_dim) quantize to the CPU's bytes
+    exactly, ties at .5 and subnormal scales included; rotated K rows may differ only where the
+    GPU's rotation (fused multiply-adds) moved a value across a rounding boundary."""
+    n_heads, n_kv_heads, max_seq, position, rows = 4, 2, 40, 5, 9
+    rng = np.random.default_rng(head_dim + rope_dim)
+    k_rows = kvq.hard_rows(rng, rows * n_kv_heads, head_dim)
+    v_rows = kvq.hard_rows(rng, rows * n_kv_heads, head_dim)[::-1].copy()
+    args = (k_rows, v_rows, n_heads, n_kv_heads, head_dim, max_seq, position, rope_dim, neox)
+    (rot_c, k_c, v_c), (rot_g, k_g, v_g) = (_rope_kv_write(b, *args) for b in ("cpu", "cuda"))
+    np.testing.assert_allclose(rot_g, rot_c, rtol=1e-5, atol=1e-5 * np.abs(rot_c).max())
+    assert v_g == v_c, "V rows are quantized from the same floats: the same bytes"
+    if rope_dim == 0:
+        assert k_g == k_c
+    else:
+        (kv_c, ks_c), (kv_g, ks_g) = (kvq.q8_planes(raw, n_kv_heads, max_seq, head_dim) for raw in (k_c, k_g))
+        diff = np.abs(kv_c.astype(np.int32) - kv_g.astype(np.int32))
+        assert diff.max() <= 1 and (diff > 0).mean() < 0.01, (diff.max(), (diff > 0).mean())
+        np.testing.assert_allclose(ks_g.view(np.float16).astype(np.float32), ks_c.view(np.float16).astype(np.float32),
+                                   rtol=2e-3)
+
+
+@pytest.mark.parametrize("head_dim", [64, 128])
+@pytest.mark.parametrize("n_heads, n_kv_heads, window, softcap", [(4, 4, 0, 0.0), (8, 2, 0, 0.0), (10, 2, 0, 0.0),
+                                                                  (16, 1, 0, 0.0), (8, 2, 300, 0.0),
+                                                                  (4, 2, 0, 30.0)])
+def test_q8_attention_matches_cpu(head_dim, n_heads, n_kv_heads, window, softcap):
+    """attention_q8kv on CUDA over the cache bytes the CPU wrote: decode rows (one split, many
+    splits with a partly filled last chunk) and prefill tiles (rows not a multiple of 64, a
+    window), GQA groups 1 to 16, soft-capped scores."""
+    max_seq = 3000
+    rng = np.random.default_rng(head_dim + n_heads)
+    k_rows = (rng.standard_normal((max_seq * n_kv_heads, head_dim)) * 1.5).astype(np.float32)
+    v_rows = rng.standard_normal((max_seq * n_kv_heads, head_dim)).astype(np.float32)
+    # K/V rows per token, head by head, at positions 0..max_seq - 1
+    _, k_raw, v_raw = _rope_kv_write("cpu", k_rows, v_rows, n_heads, n_kv_heads, head_dim, max_seq, 0, 0, True)
+    scale = 1.0 / np.sqrt(head_dim)
+    for position, rows in ((36, 1), (700, 1), (2998, 1), (0, 70), (900, 130), (2870, 2)):
+        q = rng.standard_normal((rows, (n_heads + 2 * n_kv_heads) * head_dim)).astype(np.float32)
+        cpu, cuda = (akunu._core._device_attention(b, "q8_0", q, k_raw, v_raw, n_heads, n_kv_heads, head_dim, max_seq,
+                                             position, scale, window, softcap) for b in ("cpu", "cuda"))
+        err = np.abs(cuda - cpu).max()
+        assert err < 4e-3 * max(1.0, np.abs(cpu).max()), f"position {position}, rows {rows}: max error {err:.3e}"
+
+
+Q8_KV_MODELS = ["f16_hd64", "q8_0_hd128", "f16_heads32", "q4_0_handoff"]
+
+
+@pytest.mark.parametrize("name", Q8_KV_MODELS)
+@pytest.mark.parametrize("fuse_rope", ["1", "0"])
+def test_q8_kv_cache_models_match_cpu(name, fuse_rope, gguf_dir, monkeypatch):
+    """Whole models on the Q8_0 cache, CUDA against the CPU: a 1000-token prefill, then decode with
+    RoPE and the quantized KV append inside the attention kernel or as a command before it."""
+    monkeypatch.setenv("AKUNU_CUDA_FUSE_ROPE", fuse_rope)
+    path, _ = gm.build_tiny_gguf(SPECS[name], gguf_dir)
+    cpu, cuda = (akunu.Model(str(path), backend=b, kv_cache_dtype="q8_0") for b in ("cpu", "cuda"))
+    assert cuda.kv_cache_dtype == "q8_0"
+    assert_long_decode_matches(cpu, cuda, n_ctx=1000, steps=24)
+
+
+def test_q8_kv_cache_many_splits_match_cpu(gguf_dir):
+    path, _ = gm.build_tiny_gguf(SPECS["f16_heads32"], gguf_dir)
+    cpu, cuda = (akunu.Model(str(path), backend=b, context_length=4608, kv_cache_dtype="q8_0") for b in ("cpu", "cuda"))
+    assert_long_decode_matches(cpu, cuda, n_ctx=4400, steps=8)
+
+
+@pytest.mark.parametrize("name", list(GQA_ARCH))
+def test_q8_kv_cache_archs_match_cpu(name, gguf_dir):
+    """QK-norm and NeoX RoPE (Qwen3), soft-capped scores and sliding windows (Gemma 2, Mistral)."""
+    path, _ = gm.build_arch_gguf(GQA_ARCH[name], gguf_dir)
+    cpu, cuda = (akunu.Model(str(path), backend=b, kv_cache_dtype="q8_0") for b in ("cpu", "cuda"))
+    # (Not greedy runs compared token for token: a K value the GPU's rotation rounds across a
+    # quantization step moves a score by ~1/254 of its block's amax, enough to flip a near tie.)
+    assert_long_decode_matches(cpu, cuda, n_ctx=100, steps=40)
+    assert_long_decode_matches(cpu, cuda, n_ctx=600, steps=16)
+
+
+SPECS_Q8_REFUSED = {
+    "head_dim 256": SPECS["f16_hd256"],
+    "a group of 18": gm.TinySpec("f16_group18", dtype="F16", hidden=1152, n_layers=1, n_heads=18, n_kv_heads=1,
+                                 head_dim=64, seed=17),
+}
+
+
+@pytest.mark.parametrize("case", list(SPECS_Q8_REFUSED))
+def test_q8_kv_cache_shapes_cuda_lacks_are_refused_at_load(case, gguf_dir):
+    """The shapes the tensor-core kernels do not cover are refused before any weight is uploaded,
+    naming what is needed and the way out; the CPU runs them."""
+    path, _ = gm.build_tiny_gguf(SPECS_Q8_REFUSED[case], gguf_dir)
+    with pytest.raises(akunu.UnsupportedError, match=r"kv_cache_dtype 'q8_0' on the cuda backend needs head_dim 64 "
+                                                     r"or 128 and at most 16 query heads per KV head.*'f16'"):
+        akunu.Model(str(path), backend="cuda", kv_cache_dtype="q8_0")
+    akunu.Model(str(path), backend="cpu", kv_cache_dtype="q8_0")
 
 
 # ------------------------------------------------------------------ single GEMM / embedding commands

@@ -117,6 +117,7 @@ def main():
     ap.add_argument("-d", "--depth", type=int, default=0, help="tokens already in the context when tg starts "
                     "(as llama-bench -d); 0: a 16-token prompt")
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--kv-cache-dtype", default="f16", choices=["f16", "q8_0"])
     ap.add_argument("--sampling", default="", help="also time sampled decode against greedy, both through "
                     "generate_tokens, e.g. 'temperature=0.8,top_k=40,top_p=0.95'")
     a = ap.parse_args()
@@ -131,7 +132,7 @@ def main():
     t0 = time.time()
     # Room for the depth's context, then the timed test (tg: chain decode; pp: its own prefill).
     ctx = max(4096, max(a.depth, 16) + a.n + a.p + 64)
-    m = akunu.Model(str(path), backend=a.backend, context_length=ctx)
+    m = akunu.Model(str(path), backend=a.backend, context_length=ctx, kv_cache_dtype=a.kv_cache_dtype)
     print(f"loaded on {m.backend} ({m.device_name}) in {time.time() - t0:.1f}s", flush=True)
 
     prompt = list(np.random.default_rng(1).integers(100, 20000, size=max(a.p, a.depth, 16)))
@@ -154,7 +155,8 @@ def main():
     tg = [tg_once() for _ in range(a.r)]
     pp = [pp_once() for _ in range(a.r)]
     depth = f"@d{a.depth}" if a.depth else ""
-    print(f"RESULT {a.shape} {a.dtype} backend={a.backend} tg{a.n}{depth} {statistics.median(tg):.1f} t/s "
+    kv = f" kv={a.kv_cache_dtype}" if a.kv_cache_dtype != "f16" else ""
+    print(f"RESULT {a.shape} {a.dtype}{kv} backend={a.backend} tg{a.n}{depth} {statistics.median(tg):.1f} t/s "
           f"(min {min(tg):.1f} max {max(tg):.1f})  pp{a.p} {statistics.median(pp):.1f} t/s", flush=True)
     if a.sampling:
         kw = {k: (int(v) if k in ("top_k", "seed") else float(v))

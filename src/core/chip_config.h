@@ -3,6 +3,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace akunu {
 
@@ -31,6 +32,11 @@ struct ChipConfig {
     // cache, not the whole context (KVCache::layer_length). Only for backends whose KV kernels
     // address rows as position % max_seq (the CPU's; CUDA's read row = position).
     bool windowed_kv_cache = false;
+    // Shapes the backend's kernels read a Q8_0 KV cache in: these head sizes (empty: every multiple
+    // of 32) and at most this many query heads per KV head (0: any). A GPU reads it only in its
+    // tensor-core attention kernels, which cover head_dim 64 and 128 and GQA groups up to 16.
+    std::vector<int> q8_kv_head_dims;
+    int q8_kv_max_group = 0;
     // Longest prompt slice run through the forward pass at once (bounds prefill scratch).
     int max_prefill_chunk = 512;
     // Logits for every position (evaluation) are produced this many rows at a time.

@@ -25,6 +25,18 @@ void check_kv_cache_dtype(Device &device, const ArchDescriptor &arch, const Chip
     if (!kv_cache_supports_head_dim(dtype, (int)config.head_dim))
         throw UnsupportedError(path + ": " + what + " needs head_dim a multiple of 32, but this model's head_dim is " +
                                std::to_string(config.head_dim) + " (use kv_cache_dtype 'f16')");
+    const auto &dims = chip.q8_kv_head_dims;
+    const int group = config.n_kv_heads > 0 ? (int)(config.n_heads / config.n_kv_heads) : 0;
+    if ((!dims.empty() && std::find(dims.begin(), dims.end(), (int)config.head_dim) == dims.end()) ||
+        (chip.q8_kv_max_group > 0 && group > chip.q8_kv_max_group)) {
+        std::string shapes;
+        for (int d : dims) shapes += (shapes.empty() ? "" : " or ") + std::to_string(d);
+        throw UnsupportedError(path + ": " + what + " on the " + device.backend_name() + " backend needs head_dim " +
+                               (shapes.empty() ? std::string("a multiple of 32") : shapes) + " and at most " +
+                               std::to_string(chip.q8_kv_max_group) + " query heads per KV head; this model has head_dim " +
+                               std::to_string(config.head_dim) + " and " + std::to_string(group) +
+                               " (use kv_cache_dtype 'f16')");
+    }
     for (const std::string &kernel : kv_cache_kernels(arch, chip, dtype)) {
         try {
             device.get_pipeline(kernel);

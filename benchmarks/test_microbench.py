@@ -12,13 +12,13 @@ weights the activation-quantization command included) and replayed with encode_d
   percentage of the machine's memory copy bandwidth measured with numpy (same thread count, 256 MiB
   buffers) in pairs: PAIRED_ROUNDS times one GEMV, then one copy right after it; the percentage is the
   median of the pairs' ratios (this VM's memory bandwidth drifts by tens of percent within a minute, so
-  a copy measured once per session made the percentage swing from 66 % to 122 % between runs). Copy
+  a copy measured once per run made the percentage swing from 66 % to 122 % between runs). Copy
   bandwidth is reported in two conventions:
     - "copy"      bytes copied per second (each byte is read once and written once);
     - "copy r+w"  read + write traffic per second = 2 x copy (STREAM's convention).
   The headline percentage (`pct_of_copy_bw`) divides the GEMV's weight-read rate by the **copy r+w**
   figure, i.e. it compares memory traffic with memory traffic; the percentage against bytes copied/s is
-  printed and stored too (`pct_of_copy_bytes`), and it is twice as large. The session's best copy (best
+  printed and stored too (`pct_of_copy_bytes`), and it is twice as large. The run's best copy (best
   of 7) heads the summary.
 * Decode attention over a 4096-position F16 KV cache (Llama-3.1-8B heads: 32 q heads, 8 kv heads, head_dim
   128), in GB/s of KV cache read.

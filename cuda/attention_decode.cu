@@ -4,15 +4,13 @@
 // instead, where it covers the shape (docs/adr/0012-cuda-long-context-decode-attention.md).
 //
 // Why this shape: at decode the work per head is tiny (tg128: 16-144 keys) and the kernel's time
-// is its chain of dependent steps, not its arithmetic. An earlier kernel staged K and V per chunk
-// and ran each chunk's scores, max, exp-sum and V sums as block-wide phases: ~12 barriers and
-// ~6.4 us after the wait for the QKV GEMV on an H100 (clock64 probes; the merge of the splits
-// alone ~2.3 us). Here a lane owns kDpl consecutive dims of q, of the keys and of its accumulator;
-// a warp takes every kWarps-th key of the split, kB keys per step (one butterfly reduction per step
-// gives every lane the step's scores), so there is no block barrier until the warps' states are
-// merged once at the end. H100 tg128 against the block-phase kernel, one call: Qwen3-0.6B shape
-// 1454 -> 1652 t/s, Llama-3.2-1B shape 1689 -> 1808, Llama-3.1-8B shape 433 -> 457, SmolLM2 1890 ->
-// 2163.
+// is its chain of dependent steps, not its arithmetic. Staging K and V per chunk and running each
+// chunk's scores, max, exp-sum and V sums as block-wide phases makes that chain a dozen barriers
+// long. Here a lane owns kDpl consecutive dims of q, of the keys and of its accumulator; a warp
+// takes every kWarps-th key of the split, kB keys per step (one butterfly reduction per step gives
+// every lane the step's scores), so there is no block barrier until the warps' states are merged
+// once at the end. (The block-phase kernel this replaced, its clock probes and the A/B on an H100:
+// benchmarks/HISTORY.md, 2026-11-22, 157e407.)
 //
 // Grid: (n_heads, 1, n_splits), blocks of 4, 8 or 16 warps by head_dim (launch_decode_warps). The
 // grid is fixed when a graph is captured, the context is not: each launch uses as many splits as
@@ -353,19 +351,17 @@ __global__ void __launch_bounds__(kWarps * 32)
 // Fewest keys per split of a decode head in blocks of 4 warps (8 and 16 take the keys their
 // registers hold, launch_decode). A split costs the head's merge (an atomic and a round of loads,
 // or the cluster's barriers), so short contexts use few; where a layer's whole attention is
-// small (n_heads x head_dim <= 1024, SmolLM2) tg128 runs one block per head with no merge. H100
-// tg128 t/s in one call, at least 16 / 32 keys: Qwen3-0.6B shape 1534 / 1586, Llama-3.2-1B shape
-// 1765 / 1808, Llama-3.1-8B shape 453 / 455; SmolLM2 at 128 / 32: 2131 / 2016.
+// small (n_heads x head_dim <= 1024, SmolLM2) tg128 runs one block per head with no merge. Both
+// thresholds come from tg128 A/Bs on an H100 (benchmarks/HISTORY.md, 2026-11-22, 4d4946a and
+// 157e407).
 constexpr uint32_t kMinKeysPerSplit = 32;
 constexpr uint32_t kSmallAttentionQDim = 1024;
 constexpr uint32_t kSmallAttentionMinKeys = 128;
 
-// Where the cluster merge (when switched on) is used. On an H100 it paid at head_dim 64 only
-// (tg128 t/s in one call, cluster / global merge: Llama-3.2-1B shape, 32 heads in clusters of 9,
-// 1799 / 1766; SmolLM2, 9 heads in 16, 2155 / 2139; at head_dim 128 the Qwen3-0.6B shape 1470 /
-// 1596, Llama-3.1-8B 456.5 / 452.8), until the GEMVs around it got faster: since session 10 the
-// global merge wins there too (1B shape 1921 / 2034, 1B Q8_0 1387 / 1479, SmolLM2 2182 / 2195),
-// hence off by default.
+// Where the cluster merge (when switched on) is used. On an H100 it paid at head_dim 64 only, and
+// lost at head_dim 128 (benchmarks/HISTORY.md, 2026-11-22, 157e407), until the GEMVs around it
+// got faster: since 590392c (2026-11-23) the global merge wins at head_dim 64 too, hence off by
+// default.
 bool cluster_wanted(uint32_t head_dim) { return head_dim <= 64; }
 
 // Whether a grid of `heads` clusters of `size` blocks (over 8: a non-portable size, which
@@ -441,10 +437,9 @@ void launch_decode(const LaunchArgs &a, const AttentionParams &p, const RopeInpu
 
 // Warps per block. More warps hold more keys in registers before the wait (two steps of kB keys
 // each), and with min_keys set to that, tg128's contexts (16-144 keys) run one split per head: no
-// merge round trip through L2. H100 tg128 t/s, one call each, blocks of 4 / 8 / 16 warps: head_dim
-// 128: Llama-3.1-8B shape 489 / 489 / 502, Qwen3-0.6B shape 1909 / 1932 / 1928; head_dim 64:
-// Llama-3.2-1B shape 2094 / 2141 / 2050, SmolLM2 2193 / 2224 / 2144. Wider heads keep 4 (their
-// registers would not leave room for more). AKUNU_CUDA_ATTN_WARPS=4/8/16 overrides (A/B timing).
+// merge round trip through L2. 16 warps at head_dim 128 and 8 at head_dim 64 measured fastest on an
+// H100 (benchmarks/HISTORY.md, 2026-11-23, c833b96). Wider heads keep 4 (their registers would not
+// leave room for more). AKUNU_CUDA_ATTN_WARPS=4/8/16 overrides (A/B timing).
 template <class Pairs, int kDpl, int kB>
 void launch_decode_warps(const LaunchArgs &a, const AttentionParams &p, const RopeInputs &ri) {
     uint32_t warps = a.workspace->attention_warps;

@@ -3,8 +3,8 @@
 //
 // Why: the one-block-per-query-head kernel (cuda/attention_decode.cu) is built for tg128's short
 // contexts, where its latency matters; per key it spends a warp-wide butterfly reduction and the
-// group's heads read the same rows again. At 16k keys that kernel took 0.90 of a 1.57 ms decode
-// step of the Llama-3.2-1B shape on an H200 (its 537 MB of F16 KV at ~0.6 TB/s).
+// group's heads read the same rows again, so at long contexts attention takes most of a decode step
+// (docs/adr/0012-cuda-long-context-decode-attention.md has the measurements).
 //
 // Shape: the group's query heads are the 16 rows of an mma.sync m16n8k16 tile (padded with zero
 // rows; q in two f16 parts, hi + lo, as the prefill kernel holds it: cuda/attention_prefill.cu).

@@ -20,10 +20,10 @@ namespace akunu::cuda {
 // Kernels take their parameter structs (GemmParams, WeightPtrs, ...) as `const __grid_constant__`:
 // read in place from parameter space, where a plain by-value struct whose address the body takes
 // (helpers taking `const GemmParams &`) may be copied to local memory first, or compiled around
-// such a copy. H100 tg128 t/s, plain / __grid_constant__, builds benched alternately: the integer
-// GEMV alone 8B shape 524.3 / 536.5, 1B 2113 / 2221; then every other kernel too: SmolLM2 shape
-// 2120 / 2334 (its float GEMVs), 8B 541.7 / 545.4, pp512 8B 13598 / 13694. Decode attention
-// keeps plain ones: __grid_constant__ there ran slower (1B 2232 / 2192, Qwen3 shape 1986 / 1963).
+// such a copy; measured faster for the GEMVs and the other kernels on an H100. Decode attention
+// keeps plain ones: __grid_constant__ there ran slower (benchmarks/HISTORY.md, 2026-11-23,
+// d460708 and fcbc096; docs/adr/0014-cuda-quantized-row-handoff.md says how the hand-off's
+// cp.async led here).
 
 // --- host: error checks ------------------------------------------------------------------
 inline void check_launch(const char *what) {

@@ -8,9 +8,9 @@ namespace akunu::cuda {
 namespace {
 
 // Block = one token row; thread = one half-block (16 elements) at a time, stored as four float4.
-// Decode runs one row after every argmax, on the token's critical path: H100, 8B shape, the
-// kernel's added time per token 9.1 us with 128 threads and scalar stores (each warp store 32
-// addresses 64 bytes apart), 6.5 us like this; tg128 502.6 / 502.7 -> 503.6 / 503.1 t/s.
+// Decode runs one row after every argmax, on the token's critical path, so the stores are float4
+// from 256 threads: 128 threads with scalar stores (each warp store 32 addresses 64 bytes apart)
+// took longer (benchmarks/HISTORY.md, 2026-11-23, f2e5ed1 to 77872e8).
 constexpr int kEmbeddingThreads = 256;
 
 __device__ __forceinline__ void store_half(float *dst, const float (&v)[16], float scale) {

@@ -137,9 +137,9 @@ using G8BlockOf = std::conditional_t<(F::Layout::kSuperBytes > 0), G8SuperBlock<
 
 // Streamed weights are read once per token: loaded with an L2 evict-first policy, so the weights
 // passing through L2 (4.2 GB per 8B-shape token) do not push out what is read again soon, on a
-// kernel's critical path right after its wait (norm weights, activations, the KV cache). H100
-// tg128 t/s, plain loads / evict-first, one call: Llama-3.1-8B shape 484 / 489, Llama-3.2-1B
-// shape 2042 / 2093, its Q8_0 1479 / 1511 (with the 256-byte L2 prefetch hint on top: no gain).
+// kernel's critical path right after its wait (norm weights, activations, the KV cache).
+// Measured faster than plain loads on an H100; the 256-byte L2 prefetch hint on top gained nothing
+// (benchmarks/HISTORY.md, 2026-11-23, c833b96).
 __device__ __forceinline__ uint64_t l2_evict_first_policy() {
     uint64_t policy;
     asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));

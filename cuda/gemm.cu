@@ -71,7 +71,8 @@ void launch_tile_kernel(const LaunchArgs &a, const GemmLaunch &l) {
 }
 
 // M > 1: 128-row x tiles when they alone fill the GPU, else 64 (short prompts, narrow weights).
-// (Two blocks of 64 K per step measured slower on an H100: pp512 8B shape 7286 -> 6052 t/s.)
+// (Two blocks of 64 K per step measured slower on an H100: benchmarks/HISTORY.md, 2026-11-22,
+// 1b010e2.)
 template <class Loader>
 void launch_tiles(const LaunchArgs &a, const GemmLaunch &l) {
     const GemmParams &p = params_of<GemmParams>(a);
@@ -105,8 +106,8 @@ void launch_gemv_rows(const LaunchArgs &a, const GemmLaunch &l) {
 
 // F16 prefill (BF16 arrives as F16: CudaDevice converts it at load) through cuBLAS
 // (docs/adr/0010): x is converted to f16 in the workspace, as many rows at a time as fit, then one
-// library GEMM per part. H200 pp512, 8B shape: akunu's own tiles (mma.sync, one 32-wide K step
-// per barrier) ran 8133 t/s against llama.cpp's cuBLAS 23099. False when cuBLAS is missing or
+// library GEMM per part: akunu's own tiles (mma.sync, one 32-wide K step per barrier) ran far
+// below cuBLAS on float weights (docs/adr/0010 has the numbers). False when cuBLAS is missing or
 // switched off: the caller runs the tiles.
 bool launch_library_gemm(const LaunchArgs &a, const GemmLaunch &l) {
     const CublasGemm *lib = a.workspace->cublas;
@@ -232,26 +233,25 @@ bool can_hand_off(const LaunchArgs &a, const GemmParams &p, const GemmLaunch &l,
 }
 
 // Decode over the g8 layout. Two groups (16 rows) per block share each x load when that still
-// leaves a block per SM; small matrices keep one group per block for parallelism (H100: two
-// groups per block ran 8B-shape weights at 2.0 TB/s, one group at 1.3). Rows longer than 4
-// warp-steps (K > 512) get 8 warps, so a short row (SmolLM2's 576) is one step per warp. A gated
-// output always pairs a gate group with its up group.
+// leaves a block per SM; small matrices keep one group per block for parallelism (on an H100 two
+// groups per block streamed the 8B shape's large matrices faster: docs/adr/0006). Rows longer
+// than 4 warp-steps (K > 512) get 8 warps, so a short row (SmolLM2's 576) is one step per warp. A
+// gated output always pairs a gate group with its up group.
 //
 // The integer GEMV (cuda/gemv_q16.cuh) runs where its per-warp x slices fit the default shared
 // memory, and where rows give each warp a step at least: below that, the float kernel's x, staged
-// once per block, serves several items (H100 tg128, SmolLM2's K = 576: float 1519 t/s, integer
-// 1467). A grid that would leave fewer than 32 warps per SM (the 8B shape's o_proj and down: 256
-// blocks) gets 16-warp blocks where rows give each warp a step and the blocks still fit on the GPU
-// at once: twice the loads in flight per SM, with the same x traffic (H100 tg128, 1B shape 1450 ->
-// 1513 t/s).
+// once per block, serves several items (faster at SmolLM2's K = 576: benchmarks/HISTORY.md,
+// 2026-11-22, 7931fe2). A grid that would leave fewer than 32 warps per SM (the 8B shape's o_proj
+// and down: 256 blocks) gets 16-warp blocks where rows give each warp a step and the blocks still
+// fit on the GPU at once: twice the loads in flight per SM, with the same x traffic (2026-11-22,
+// 3ab1d4a).
 //
 // More items than fit on the GPU at once (the logits: 8016 at the 1B shape, 9496 at the Qwen3
 // shape's 1024-long rows; the 1B's gate_up: 1024) would run in waves, the last one partial, and
 // spend much of a one-item block on quantizing x and storing: one wave of blocks walks the items,
-// each block the same number, quantizing x once per block. H100 tg128 against one-item blocks:
-// Qwen3 shape 1778 -> 1796 t/s, 8B 471 -> 476; the equal split against full waves walking the
-// items: 1B shape 1875 -> 1919, 1B Q8_0 1364 -> 1385. (Grids that large are two-group, 8-warp
-// ones: 16 warps go to small grids only.)
+// each block the same number, quantizing x once per block (both the walk and the equal split
+// measured faster on an H100: benchmarks/HISTORY.md, 2026-11-23, 590392c). (Grids that large are
+// two-group, 8-warp ones: 16 warps go to small grids only.)
 template <class F, bool kNorm>
 void launch_gemv_g8(const LaunchArgs &a, const GemmLaunch &l) {
     const GemmParams &p = params_of<GemmParams>(a);
@@ -271,9 +271,8 @@ void launch_gemv_g8(const LaunchArgs &a, const GemmLaunch &l) {
         const unsigned blocks = hand_off ? ceil_div_u(l.total_groups, 4) : gated_off ? ceil_div_u(items, per_block) : g.blocks;
         // A grid on more than half the GPU's warp slots lets the next kernel launch only after its
         // main loop (the next kernel's early blocks would take room from its own); a smaller one right
-        // after the wait, so the next kernel's blocks issue their weight loads meanwhile (H100
-        // tg128: Qwen3 shape, all of whose layer GEMVs are small, 1795 -> 1882 t/s; 1B 1877 -> 1878,
-        // 8B 476 -> 474).
+        // after the wait, so the next kernel's blocks issue their weight loads meanwhile (the
+        // threshold from H100 A/Bs: benchmarks/HISTORY.md, 2026-11-23, 590392c).
         const bool late_release = a.workspace->q16_late_release && blocks * warps * 2 > a.workspace->warp_slots;
         launch_pdl(q16, blocks, warps * 32, smem, a, l.x, l.y, l.w, p, l.total_groups, hand_off ? blocks : items,
                    l.norm_w, late_release, static_cast<const XQ16Chunk *>(a.q16_in),
@@ -294,9 +293,8 @@ void launch_gemv_g8(const LaunchArgs &a, const GemmLaunch &l) {
             blocks = std::min<unsigned>(items, (unsigned)(per_sm * a.workspace->sm_count));
         cudaGetLastError();
     }
-    // The early L2 prefetch pays for matrices small next to L2 (H100, tg128: SmolLM2 1424 -> 1521
-    // t/s, 1B shape 1264 -> 1288) and costs on larger ones (8B shape: 342 -> 311 t/s when every
-    // GEMV prefetched, 341 -> 334 with o_proj's 9 MB alone).
+    // The early L2 prefetch pays for matrices small next to L2 and costs on larger ones, whose
+    // prefetched lines are evicted before use (benchmarks/HISTORY.md, 2026-11-22, e99d575).
     const size_t weight_bytes = (size_t)l.total_groups * F::Layout::group_bytes(p.K);
     const bool prefetch = a.workspace->prefetch_weights && 8 * weight_bytes <= a.workspace->l2_bytes;
     launch_pdl(kernel, blocks, threads, smem, a, l.x, l.y, l.w, p, l.total_groups, items, l.norm_w, prefetch);

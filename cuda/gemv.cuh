@@ -6,7 +6,8 @@
 // - Input RMSNorm, by linearity: W . (x * inv_rms * w_norm) = inv_rms * (W . (x * w_norm)). Each
 //   block first stages x * w_norm in shared memory (K floats) while summing x^2, runs its product
 //   over the staged row and scales its sums by inv_rms at the end. (Scaling x as it is loaded in
-//   the main loop instead cost registers and occupancy: 8B-shape decode 336 -> 280 t/s on an H100.)
+//   the main loop instead cost registers and occupancy, and decode measured slower:
+//   benchmarks/HISTORY.md, 2026-11-22, e99d575.)
 // - Gated output: a block computes gate row i and up row i together (the first and second half of
 //   its rows or groups) and stores act(gate) * up.
 #pragma once

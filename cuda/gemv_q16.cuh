@@ -2,8 +2,9 @@
 // twin of gemv.cuh's gemv_g8_kernel (same work split, same fusions), with x quantized to int16.
 //
 // Why: the float GEMV spends ~3.4 instructions per weight (byte -> float, bias, FMA); on an H100
-// that, not DRAM, capped its large matrices at ~2.4 TB/s (ncu: issue slots 65-71 % busy). dp2a
-// multiplies two int16 by two weight bytes into an exact int32 in one instruction, ~1.1 per weight.
+// that, not DRAM, capped its large matrices (ncu: the issue slots were the busy part;
+// benchmarks/HISTORY.md, 2026-11-22, 7931fe2). dp2a multiplies two int16 by two weight bytes into
+// an exact int32 in one instruction, ~1.1 per weight.
 //
 // x is quantized exactly as the CPU backend quantizes it (ADR 0002, quant_kernels.cpp): int16 with
 // one scale per 32-element block, d = max|x| / 32767, q = roundf(x * (1 / d)) (ties away from zero), so
@@ -29,8 +30,8 @@ __host__ __device__ __forceinline__ uint32_t q16_steps(uint32_t K, int warps) { 
 // The loads of kXBatch steps are issued together before any of them is used: x is the previous
 // kernel's output, read right after the wait, and a loop of load -> shuffles -> store per step
 // puts one round trip per step (down_proj of the 8B shape: 7) between the wait and the first
-// product. H100 tg128 t/s, one step / batches, one call: Llama-3.2-1B shape 2025 / 2037, 8B shape
-// 483 / 484 (the ring's loads, issued before the wait, keep HBM busy through most of it).
+// product. The batches gain little (the ring's loads, issued before the wait, keep HBM busy through
+// most of it; benchmarks/HISTORY.md, 2026-11-23, c833b96).
 template <int kWarps, bool kNorm, uint32_t kXBatch>
 __device__ __forceinline__ float quantize_warp_x(const float *__restrict__ x, const float *__restrict__ norm_w,
                                                  uint32_t n_blocks, uint32_t steps, XQ16Chunk *mine) {
@@ -78,14 +79,14 @@ __device__ __forceinline__ float quantize_warp_x(const float *__restrict__ x, co
 }
 
 // Two warp-steps of weights in flight per lane (a ring of registers; four measured slower on an
-// H100, 8B shape tg128 378 -> 368 t/s, one 367), the first two issued before the wait for the
-// previous kernel (pdl_wait_after_loads: a plain wait let ptxas move them below it, benchmarks/
-// RESULTS.md sessions 9 and 10). kNorm: the input RMSNorm, by linearity as in gemv.cuh (x * norm_w
-// quantized, the sums scaled by 1 / rms at the end). late_release: let the next kernel launch only
-// after the main loop (its early blocks would take SM room from this one's: 8B shape 378 -> 392
-// t/s). kGridStride: a grid of one wave walks the n_items items, quantizing x once per block, not
-// once per item, and loading an item's first steps during the previous item's store (more items
-// than fit on the GPU at once: the logits, the larger gate_ups).
+// H100: benchmarks/HISTORY.md, 2026-11-22, 7931fe2), the first two issued before the wait for the
+// previous kernel (pdl_wait_after_loads: a plain wait let ptxas move them below it; HISTORY.md,
+// 2026-11-22, 77f750f and 2026-11-23, 590392c). kNorm: the input RMSNorm, by linearity as in
+// gemv.cuh (x * norm_w quantized, the sums scaled by 1 / rms at the end). late_release: let the
+// next kernel launch only after the main loop (its early blocks would take SM room from this
+// one's; 7931fe2). kGridStride: a grid of one wave walks the n_items items, quantizing x once per
+// block, not once per item, and loading an item's first steps during the previous item's store
+// (more items than fit on the GPU at once: the logits, the larger gate_ups).
 // Handed-off rows (cuda/q16_activation.cuh): with xq_in the previous kernel left x quantized, and
 // the warps copy it instead of quantizing; with xq_out the block quantizes its output rows for the
 // next GEMV (times out_norm_w when that one has an input norm): a plain output in 32-row items

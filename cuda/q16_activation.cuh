@@ -6,10 +6,10 @@
 // input norm, then the per-block max and sum shuffles) is a chain of latencies with HBM idle. The
 // producer holds the values in registers already and owns whole 32-element blocks, so it
 // quantizes them on the way out; the GEMV's blocks then copy 76 bytes per 32 elements (the
-// quantized block, its scale, its sum and its sum of squares) in one round trip. H100 tg128, one
-// build, handoff on / off (AKUNU_CUDA_Q16_HANDOFF=0): Llama-3.1-8B shape 524 / 498 t/s (o_proj and
-// down as producers: 524 / 510 without them), Llama-3.2-1B shape 2107 / 2062 (attention -> o_proj
-// only: its o_proj and down are too small for 32-row items, its gate_up's runs too short).
+// quantized block, its scale, its sum and its sum of squares) in one round trip. The decision and
+// its measurements: docs/adr/0014-cuda-quantized-row-handoff.md (AKUNU_CUDA_Q16_HANDOFF=0 turns it
+// off). At the Llama-3.2-1B shape only attention hands off to o_proj: its o_proj and down are too
+// small for 32-row items, its gate_up's runs too short.
 //
 // Who hands off (CudaDevice::launch_command offers, the kernel decides; cuda/gemm.cu, cuda/
 // attention_decode.cu): decode attention (a head's outputs, head_dim % 32 == 0); a plain GEMV
@@ -93,10 +93,9 @@ __device__ __forceinline__ void store_q16_block(XQ16Chunk *__restrict__ chunks, 
 // Warp `warp` of a GEMV of kWarps warps reads chunks warp, warp + kWarps, ... (its steps): copies
 // them from the producer's row into its shared-memory slice with cp.async: every piece in flight at
 // once, no registers taken beside the weight ring, and through L1 (an SM's blocks all read the same
-// chunks). H100 tg128 t/s against loads into registers, 4 pieces a lane per round trip (both
-// kernels with __grid_constant__ parameters, cuda/gemv_q16.cuh): 8B shape 536.5 -> 542.2; with
-// cp.async.cg (L2 only) 475.8. Returns the lane's share of the sum of x^2 over the warp's blocks
-// below n_blocks (the warps' shares add up to the row's).
+// chunks): faster than loads into registers (4 pieces a lane per round trip), while cp.async.cg
+// (L2 only) is slower than both (ADR 0014). Returns the lane's share of the sum of x^2 over the
+// warp's blocks below n_blocks (the warps' shares add up to the row's).
 template <int kWarps>
 __device__ __forceinline__ float copy_q16_chunks(const XQ16Chunk *__restrict__ src, uint32_t n_blocks, uint32_t steps,
                                                  XQ16Chunk *mine) {

@@ -1,6 +1,6 @@
 #!/bin/bash
 # One device-tool call on a CUDA machine: environment report, build, CUDA tests, 1B-shape Q4_0 benchmark.
-# The device has no network, so prepare (here, once per session) an ignored folder it can carry:
+# The device has no network, so prepare (here, once per checkout) an ignored folder it can carry:
 #   echo /.devcarry/ >> .git/info/exclude
 #   pip download --no-deps -d .devcarry/whl nanobind scikit-build-core gguf
 #   mkdir -p .devcarry/tokenizer && cp ../shared/testdata/tokenizer/ggml-vocab-{llama-spm,llama-bpe,qwen2,gpt-2}.gguf* .devcarry/tokenizer/

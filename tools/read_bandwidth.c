@@ -1,7 +1,8 @@
 // The memory system's plain read bandwidth on the CPU: every core's thread (OMP_NUM_THREADS to choose, as
 // compare.py's --threads) streams its share of a 1 GiB huge-page buffer (larger than any last-level cache)
 // with AVX2 loads, 15 passes; prints each pass and the best in GB/s.
-// The ceiling that a decode GEMV streaming its weights from DRAM is measured against (RESULTS.md, issue 3).
+// The ceiling that a decode GEMV streaming its weights from DRAM is measured against
+// (benchmarks/HISTORY.md, issue 3).
 //   gcc -O2 -mavx2 -fopenmp tools/read_bandwidth.c -o /tmp/read_bandwidth && /tmp/read_bandwidth
 #include <immintrin.h>
 #include <omp.h>

@@ -35,10 +35,11 @@ ChipConfig ChipConfig::for_gpu(int sm_count, size_t l2_bytes) {
     c.compute_units = std::max(1, sm_count);
     c.last_level_cache = l2_bytes;
     c.should_fuse_weights = true;
-    // H100, tg128 with norm and activation fused / separate, staging GEMVs: SmolLM2 (dim 576)
-    // 1512 / 1313 t/s, Qwen3-0.6B (1024) 1156 / 1121, Llama-3.2-1B (2048) 1190 / 1286, 8B (4096)
-    // 311 / 317. Streaming (integer g8) GEMVs, one call: 1B Q4_0 1403 / 1347, 8B 374 / 385; since
-    // their first weight loads really run before the PDL wait (session 10), 8B 486 / 475.
+    // Norm fusion: a staging GEMV (the float kernels: K floats staged per block) gains from it
+    // up to dim 1024, beyond which the staging costs more than the launch it saves; the streaming
+    // (integer g8) GEMVs gain at every width since their first weight loads run before the PDL
+    // wait (H100 A/Bs: benchmarks/HISTORY.md, 2026-11-22, e99d575 and 7931fe2; 2026-11-23,
+    // 590392c).
     c.fuse_gemv_norm_max_dim = 1024;
     c.fuse_streamed_norm_max_dim = ~0u;
     c.fuse_gemv_activation = true;

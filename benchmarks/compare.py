@@ -476,13 +476,14 @@ def main(argv=None) -> int:
     models_out = [bench_model(k, args, log_dir) for k in keys]
     first = next((m["engines"] for m in models_out if "engines" in m), None)
     import akunu
+    from akunu import _testing
 
     header = {
         "date": started.strftime("%Y-%m-%d %H:%M"),
         "device": first["akunu"]["device"] if first else cpu_name(),
         "cpu": cpu_name(),
         "cpu_features": cpu_features(),
-        "akunu_cpu_layout": akunu._core._repacked_layout(),
+        "akunu_cpu_layout": _testing.repacked_layout(),
         "backend": args.backend,
         "threads": args.threads,
         "ctx": args.ctx,

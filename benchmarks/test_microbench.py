@@ -2,8 +2,8 @@
 
     python -m pytest benchmarks/test_microbench.py --benchmark-only
 
-Each kernel runs as a one-command dispatch table on its own CpuDevice (akunu._core._bench_*_setup, in
-src/python/bind_bench.cpp): built with CmdBuilder exactly as the table builder builds it (for quantized
+Each kernel runs as a one-command dispatch table on its own CpuDevice (akunu._testing.bench_*_setup, in
+src/python/bind_testing_bench.cpp): built with CmdBuilder exactly as the table builder builds it (for quantized
 weights the activation-quantization command included) and replayed with encode_dispatch_table.
 
 * GEMV (M = 1) per weight dtype on a 16384 x 4096 matrix (F16: 128 MiB, Q8_0: 68 MiB, Q4_0: 36 MiB, Q4_1:
@@ -40,7 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from akunu import _core
+from akunu import _testing
 
 THREADS = int(os.environ.get("AKUNU_BENCH_THREADS", "0")) or (os.cpu_count() or 1)
 GEMV_N, GEMV_K = 16384, 4096
@@ -125,7 +125,7 @@ GEMV_DTYPES = ["F16", "Q8_0", "Q4_0", "Q4_1",
 @pytest.mark.parametrize("dtype", GEMV_DTYPES)
 def test_gemv(benchmark, copy_bandwidth, copy_timer, dtype):
     n_rows = GEMV_N * GEMV_ROWS_FACTOR.get(dtype, 1)
-    kb = _core._bench_gemm_setup(dtype, n_rows, GEMV_K, 1, THREADS, 1)
+    kb = _testing.bench_gemm_setup(dtype, n_rows, GEMV_K, 1, THREADS, 1)
     weight_bytes = kb.bytes_read
     llc = _llc_bytes()
     assert llc == 0 or weight_bytes > llc, "the matrix must not fit the last-level cache"
@@ -133,7 +133,7 @@ def test_gemv(benchmark, copy_bandwidth, copy_timer, dtype):
     # Correctness: the engine's output against numpy on the dequantized weights.
     kb.run(1)
     y = _floats(kb, "y")
-    w = np.asarray(_core._dequantize(dtype, kb.buffer("w"), n_rows * GEMV_K)).reshape(n_rows, GEMV_K)
+    w = np.asarray(_testing.dequantize(dtype, kb.buffer("w"), n_rows * GEMV_K)).reshape(n_rows, GEMV_K)
     x = _floats(kb, "x")
     ref = w.astype(np.float64) @ x.astype(np.float64)
     err = np.abs(y - ref).max() / np.abs(ref).max()
@@ -184,7 +184,7 @@ def _attention_ref(kb, n_heads, n_kv, hd, kv_len):
 
 def test_attention_decode(benchmark):
     n_heads, n_kv, hd, kv_len = 32, 8, 128, 4096
-    kb = _core._bench_attention_setup(n_heads, n_kv, hd, kv_len, THREADS, 2)
+    kb = _testing.bench_attention_setup(n_heads, n_kv, hd, kv_len, THREADS, 2)
     kb.run(1)
     ref = _attention_ref(kb, n_heads, n_kv, hd, kv_len)
     out = _floats(kb, "out")
@@ -205,7 +205,7 @@ def test_attention_decode(benchmark):
 @pytest.mark.parametrize("rows", [1, 512])
 def test_rmsnorm(benchmark, rows):
     dim = 4096
-    kb = _core._bench_rmsnorm_setup(dim, rows, THREADS, 3)
+    kb = _testing.bench_rmsnorm_setup(dim, rows, THREADS, 3)
     kb.run(1)
     x = _floats(kb, "x").reshape(rows, dim).astype(np.float64)
     w = _floats(kb, "weight").astype(np.float64)

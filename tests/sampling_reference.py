@@ -109,13 +109,13 @@ def draw(logits, cfg: dict, position: int, window=()) -> int:
 # --- shared by the tests: the engine's sampling command, and a chi-square check of its draws ---
 
 def device_draws(backend: str, logits, positions, cfg: dict, recent=(), chain=()) -> np.ndarray:
-    """One draw of the engine's sampling command per position (akunu._core._device_sample)."""
-    import akunu
+    """One draw of the engine's sampling command per position (akunu._testing.device_sample)."""
+    from akunu import _testing
 
-    return akunu._core._device_sample(backend, logits, np.asarray(positions, dtype=np.uint32),
-                                      cfg.get("temperature", 0.0), cfg.get("top_k", 0), cfg.get("top_p", 1.0),
-                                      cfg.get("min_p", 0.0), cfg.get("repeat_penalty", 1.0),
-                                      cfg.get("repeat_last_n", 64), cfg.get("seed", 0), list(recent), list(chain))
+    return _testing.device_sample(backend, logits, np.asarray(positions, dtype=np.uint32),
+                                  cfg.get("temperature", 0.0), cfg.get("top_k", 0), cfg.get("top_p", 1.0),
+                                  cfg.get("min_p", 0.0), cfg.get("repeat_penalty", 1.0),
+                                  cfg.get("repeat_last_n", 64), cfg.get("seed", 0), list(recent), list(chain))
 
 
 def assert_draws_follow(draws, probs) -> None:

@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 import akunu
+import akunu._testing
 
-if not getattr(akunu._core, "cuda_available", lambda: False)():
+if not akunu._testing.cuda_available():
     pytest.skip("CUDA vs CPU tests need an NVIDIA GPU: no CUDA device is visible (or akunu was built without CUDA)",
                 allow_module_level=True)
 
@@ -116,9 +117,9 @@ def test_float_model_prefill_paths_match_cpu(name, cublas, gguf_dir, monkeypatch
         monkeypatch.setenv("AKUNU_CUDA_CUBLAS", "0")
     path, _ = gm.build_tiny_gguf(SPECS[name], gguf_dir)
     cpu, cuda = (akunu.Model(str(path), backend=b) for b in ("cpu", "cuda"))
-    before = akunu._core._cuda_cublas_gemms()
+    before = akunu._testing.cuda_cublas_gemms()
     assert_logits_match(cpu, cuda)
-    assert (akunu._core._cuda_cublas_gemms() > before) == cublas
+    assert (akunu._testing.cuda_cublas_gemms() > before) == cublas
 
 
 def _greedy(model, ids, n):
@@ -153,10 +154,10 @@ def test_quantized_handoff_matches_cpu(handoff, gguf_dir, monkeypatch):
     # Handoffs are set up when a token's commands are captured: one decode step captures one token.
     ids = cuda.tokenizer.encode(PROMPTS[0])
     first = cuda.prefill(ids)
-    before = akunu._core._cuda_q16_handoffs()
+    before = akunu._testing.cuda_q16_handoffs()
     cuda.decode_step(first)
     # 2 layers x (attention -> o_proj, o_proj -> gate_up, gate_up -> down, down -> qkv or logits)
-    assert akunu._core._cuda_q16_handoffs() - before == (8 if handoff == "on" else 0)
+    assert akunu._testing.cuda_q16_handoffs() - before == (8 if handoff == "on" else 0)
     assert_greedy_match(cpu, cuda)
     assert_logits_match(cpu, cuda)
 
@@ -435,7 +436,7 @@ def _gemm_case(name, m, n_rows, k, weights, seed):
     rng = np.random.default_rng(seed)
     w_raw = (random_block_weights if weights == "random_blocks" else random_weights)(rng, name, n_rows, k)
     x = (rng.standard_normal((m, k)) * rng.uniform(0.1, 3.0, (m, 1))).astype(np.float32)
-    y = np.asarray(akunu._core._device_gemm("cuda", name, w_raw.tobytes(), n_rows, k, x))
+    y = np.asarray(akunu._testing.device_gemm("cuda", name, w_raw.tobytes(), n_rows, k, x))
     w = gguf_dequantize(name, w_raw).astype(np.float64).reshape(n_rows, k)
     ref = x.astype(np.float64) @ w.T
     err = np.abs(y - ref) / (np.abs(x.astype(np.float64)) @ np.abs(w).T + 1e-30)
@@ -477,9 +478,9 @@ def test_gemm_large_shapes_match_float64(name, m, n_rows, k):
 def test_float_prefill_gemm_paths(name, cublas, monkeypatch):
     if not cublas:
         monkeypatch.setenv("AKUNU_CUDA_CUBLAS", "0")
-    before = akunu._core._cuda_cublas_gemms()
+    before = akunu._testing.cuda_cublas_gemms()
     _gemm_case(name, 200, 300, 2048, "quantized", seed=3)
-    ran = akunu._core._cuda_cublas_gemms() - before
+    ran = akunu._testing.cuda_cublas_gemms() - before
     assert ran == (1 if cublas else 0)
 
 
@@ -488,7 +489,7 @@ def test_bf16_beyond_f16_range_is_refused():
     w[3, 5] = 1e5  # a bf16 value, but no f16 one
     raw = (w.view(np.uint32) >> 16).astype(np.uint16)
     with pytest.raises(akunu.UnsupportedError, match="beyond the F16 range"):
-        akunu._core._device_gemm("cuda", "BF16", raw.tobytes(), 8, 64, np.ones((2, 64), np.float32))
+        akunu._testing.device_gemm("cuda", "BF16", raw.tobytes(), 8, 64, np.ones((2, 64), np.float32))
 
 
 def _silu(g):
@@ -525,7 +526,8 @@ def _fused_gemv_case(name, n_rows, k, norm, activation):
     x = (rng.standard_normal(k) * 3.0).astype(np.float32)
     norm_w = rng.uniform(0.5, 1.5, k).astype(np.float32) if norm else None
     eps = 1e-5
-    y = np.asarray(akunu._core._device_gemv_fused("cuda", name, w_raw.tobytes(), n_rows, k, x, norm_w, eps, activation))
+    y = np.asarray(akunu._testing.device_gemv_fused("cuda", name, w_raw.tobytes(), n_rows, k, x, norm_w, eps,
+                                                    activation))
 
     w = gguf_dequantize(name, w_raw).astype(np.float64).reshape(parts * n_rows, k)
     xn = x.astype(np.float64)
@@ -550,7 +552,7 @@ def test_embedding_matches_gguf(name):
     k, n_rows = 512, 20
     raw = (random_weights if name in FLOAT_DTYPES else random_block_weights)(rng, name, n_rows, k)
     ids = np.array([0, 19, 7, 7, 3, 16], dtype=np.uint32)
-    got = np.asarray(akunu._core._device_embedding("cuda", name, raw.tobytes(), n_rows, k, ids))
+    got = np.asarray(akunu._testing.device_embedding("cuda", name, raw.tobytes(), n_rows, k, ids))
     ref = gguf_dequantize(name, raw).reshape(n_rows, k)[ids]
     np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6 * np.abs(ref).max())
 
@@ -579,11 +581,11 @@ def test_argmax_matches_numpy(n):
     for where in {0, n - 1, n // 2, min(n - 1, 4096), min(n - 1, 4097)}:
         x = rng.standard_normal(n).astype(np.float32)
         x[where] = 10.0
-        assert akunu._core._device_argmax("cuda", x) == where
+        assert akunu._testing.device_argmax("cuda", x) == where
         if n > 1:
             other = (where + n // 3 + 1) % n  # a tie: the lower index wins
             x[other] = 10.0
-            assert akunu._core._device_argmax("cuda", x) == min(where, other)
+            assert akunu._testing.device_argmax("cuda", x) == min(where, other)
 
 
 # ------------------------------------------------------------------ sampling on the device

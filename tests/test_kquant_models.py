@@ -14,6 +14,7 @@ from gguf import GGUFReader
 
 import gguf_kquants as kq
 import gguf_models as gm
+from akunu import _testing
 
 
 
@@ -85,7 +86,7 @@ def test_inspect_names_new_dtypes(kq_case, akunu_mod):
     assert got == want
     kernels = {cmd["kernel"] for cmd in model.dispatch_table}
     # The dtypes this build repacks at load run their repacked kernels (r16 builds: all but Q2_K / Q3_K).
-    repacked = {d.lower() for d in akunu_mod._core._repacked_dtypes()}
+    repacked = {d.lower() for d in _testing.repacked_dtypes()}
     for d in ("q4_k", "q5_k", "q6_k", "q3_k", "q2_k", "iq4_xs", "q5_0", "q5_1", "iq4_nl"):
         assert f"gemm_{d}{'_repacked' if d in repacked else ''}" in kernels, (d, sorted(kernels))
     assert f"embedding_q4_k{'_repacked' if 'q4_k' in repacked else ''}" in kernels

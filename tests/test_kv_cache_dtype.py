@@ -1,10 +1,10 @@
 """The 8-bit KV cache (kv_cache_dtype="q8_0", src/core/kv_cache_q8.h, docs/adr/0011-q8-kv-cache.md).
 
-Kernel level, through the test hooks in src/python/bind_kernels.cpp:
-  _core._device_rope_kv_write(backend, kv_cache_dtype, qkv, n_heads, n_kv_heads, head_dim, rope_dim, max_seq,
-                              position, inv_freq, neox) -> (qkv rotated, k_cache bytes, v_cache bytes)
-  _core._device_attention(backend, kv_cache_dtype, q, k_cache, v_cache, n_heads, n_kv_heads, head_dim, max_seq,
-                          position, scale, window, softcap) -> out
+Kernel level, through the test seams in akunu._testing (src/python/bind_testing_device.cpp):
+  _testing.device_rope_kv_write(backend, kv_cache_dtype, qkv, n_heads, n_kv_heads, head_dim, rope_dim, max_seq,
+                                position, inv_freq, neox) -> (qkv rotated, k_cache bytes, v_cache bytes)
+  _testing.device_attention(backend, kv_cache_dtype, q, k_cache, v_cache, n_heads, n_kv_heads, head_dim, max_seq,
+                            position, scale, window, softcap) -> out
 the cache written by the q8 RoPE + KV-write kernels is gguf-py's Q8_0 of the rotated K and V rows
 byte for byte, the attention kernel dequantizes it exactly as gguf-py does, and attention over it
 matches a float64 reference on the dequantized cache.
@@ -26,7 +26,7 @@ import pytest
 
 import gguf
 import gguf_models as gm
-from akunu import _core
+from akunu import _core, _testing
 
 Q8_0 = gguf.GGMLQuantizationType.Q8_0
 BLOCK = 32
@@ -88,8 +88,8 @@ def write_cache(kv_cache_dtype, k_rows, v_rows, n_heads, n_kv_heads, head_dim, m
     rows = k_rows.shape[0] // n_kv_heads
     q = np.random.default_rng(seed).standard_normal((rows, n_heads * head_dim)).astype(np.float32)
     qkv = np.concatenate([q, k_rows.reshape(rows, -1), v_rows.reshape(rows, -1)], axis=1)
-    return _core._device_rope_kv_write("cpu", kv_cache_dtype, np.ascontiguousarray(qkv), n_heads, n_kv_heads,
-                                       head_dim, rope_dim, max_seq, position, inv_freq(rope_dim), True)
+    return _testing.device_rope_kv_write("cpu", kv_cache_dtype, np.ascontiguousarray(qkv), n_heads, n_kv_heads,
+                                         head_dim, rope_dim, max_seq, position, inv_freq(rope_dim), True)
 
 
 @pytest.mark.parametrize("head_dim,rope_dim", [(64, 0), (64, 64), (128, 96), (32, 32)])
@@ -128,7 +128,7 @@ def test_q8_attention_dequantizes_exactly_like_gguf():
     v_rows = hard_rows(rng, 5, head_dim)[3:5].copy()  # the large block and the outlier channel
     _, k_raw, v_raw = write_cache("q8_0", k_rows, v_rows, n_heads, n_kv_heads, head_dim, max_seq, 0, 0)
     q = rng.standard_normal((1, n_heads * head_dim)).astype(np.float32)
-    out = _core._device_attention("cpu", "q8_0", q, k_raw, v_raw, n_heads, n_kv_heads, head_dim, max_seq, 0, 0.125)
+    out = _testing.device_attention("cpu", "q8_0", q, k_raw, v_raw, n_heads, n_kv_heads, head_dim, max_seq, 0, 0.125)
     expect = gguf.quants.dequantize(gguf.quants.quantize(v_rows, Q8_0), Q8_0)
     assert np.array_equal(out.reshape(n_kv_heads, head_dim), expect)
 
@@ -173,8 +173,8 @@ def test_attention_matches_reference_on_the_dequantized_cache(kv_cache_dtype, he
     for position, rows in ((0, 1), (30, 10), (39, 1), (17, 5)):  # prefill chunks and decode rows
         q_stride = n_heads * head_dim + 8  # rows inside a wider qkv buffer, as in the engine
         q = rng.standard_normal((rows, q_stride)).astype(np.float32)
-        got = _core._device_attention("cpu", kv_cache_dtype, q, k_raw, v_raw, n_heads, n_kv_heads, head_dim, max_seq,
-                                      position, scale, window, softcap)
+        got = _testing.device_attention("cpu", kv_cache_dtype, q, k_raw, v_raw, n_heads, n_kv_heads, head_dim,
+                                        max_seq, position, scale, window, softcap)
         ref = reference_attention(q[:, :n_heads * head_dim], K, V, n_heads, n_kv_heads, position, scale, window,
                                   softcap)
         err = np.abs(got - ref).max()

@@ -12,6 +12,7 @@ import pytest
 
 import gguf_models as gm
 import hf_checkpoints as hc
+from akunu import _testing
 
 
 def test_packing_hand_example():
@@ -51,7 +52,7 @@ def test_quantizer_follows_mlx_formula():
 @pytest.mark.parametrize("bits", [3, 4, 6, 8])
 @pytest.mark.parametrize("group_size", [32, 64, 128])
 @pytest.mark.parametrize("scale_dtype", ["F16", "BF16"])
-def test_convert_one_matrix(bits, group_size, scale_dtype, akunu_mod):
+def test_convert_one_matrix(bits, group_size, scale_dtype):
     """The engine's load-time conversion of one matrix equals numpy's dequantization: exactly for
     4-bit (Q4_1 blocks, scale = d, bias = m), within fp16 rounding for the F16 fallback."""
     import torch
@@ -66,8 +67,8 @@ def test_convert_one_matrix(bits, group_size, scale_dtype, akunu_mod):
     expect = hc.mlx_dequantize(q, s_t.float().numpy(), b_t.float().numpy(), group_size)
     exact_in_fp16 = bool((s_t.float().half().float() == s_t.float()).all() and
                          (b_t.float().half().float() == b_t.float()).all())
-    dtype, got = akunu_mod._core.mlx_convert(hc.mlx_pack(q, bits).tobytes(), raw(s_t), raw(b_t), scale_dtype, rows,
-                                             cols, bits, group_size)
+    dtype, got = _testing.mlx_convert(hc.mlx_pack(q, bits).tobytes(), raw(s_t), raw(b_t), scale_dtype, rows, cols,
+                                      bits, group_size)
     assert got.shape == (rows, cols)
     if bits == 4 and exact_in_fp16:
         assert dtype == "Q4_1"
@@ -81,7 +82,7 @@ def test_convert_one_matrix(bits, group_size, scale_dtype, akunu_mod):
         assert (np.abs(got - w) <= step * 1.01 + 1e-2).all()
 
 
-def test_convert_bf16_scales_fp16_cannot_hold(akunu_mod):
+def test_convert_bf16_scales_fp16_cannot_hold():
     """4-bit with bf16 scales that fp16 cannot represent exactly falls back to dequantized F16
     instead of rounding the scales into Q4_1."""
     import torch
@@ -90,7 +91,7 @@ def test_convert_bf16_scales_fp16_cannot_hold(akunu_mod):
     s = torch.tensor([[1e-6, 3.0e-5], [70000.0 / 15, 0.5]], dtype=torch.bfloat16)  # 1e-6: fp16 subnormal
     b = torch.tensor([[0.0, -1.0], [-65000.0, 0.25]], dtype=torch.bfloat16)
     raw = lambda t: t.view(torch.int16).numpy().tobytes()  # noqa: E731
-    dtype, got = akunu_mod._core.mlx_convert(hc.mlx_pack(q, 4).tobytes(), raw(s), raw(b), "BF16", 2, 64, 4, 32)
+    dtype, got = _testing.mlx_convert(hc.mlx_pack(q, 4).tobytes(), raw(s), raw(b), "BF16", 2, 64, 4, 32)
     assert dtype in ("F16", "F32")
     expect = hc.mlx_dequantize(q, s.float().numpy(), b.float().numpy(), 32)
     np.testing.assert_allclose(got, expect, rtol=1e-3, atol=1e-6)

@@ -1,13 +1,13 @@
 """CPU row kernels (src/backend/cpu/quant_kernels.cpp) against gguf-py and a float64 numpy reference.
 
-Goes through the test hooks in src/python/bind_kernels.cpp:
-  _core._dequantize(dtype_name, raw: bytes, n) -> float32[n]
-  _core._gemm(dtype_name, w_raw: bytes, n_rows, k, x: float32[M, K], repacked=False, row_chunk=0)
+Goes through the test seams in akunu._testing (src/python/bind_testing_kernels.cpp, bind_testing_device.cpp):
+  _testing.dequantize(dtype_name, raw: bytes, n) -> float32[n]
+  _testing.gemm(dtype_name, w_raw: bytes, n_rows, k, x: float32[M, K], repacked=False, row_chunk=0)
       -> float32[M, N]
-  _core._dequantize_repacked(dtype_name, raw: bytes, n_rows, k) -> float32[n_rows * k]
+  _testing.dequantize_repacked(dtype_name, raw: bytes, n_rows, k) -> float32[n_rows * k]
 (repacked: the load-time layout the CPU device uses for Q4_0 / Q4_1 / Q8_0, see repack_weights: "r8", or
 "r16" on builds for AVX-512 VNNI, whose activations are quantized differently: quantize_act_q8x2_reference;
-r16 builds also repack Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K and IQ4_XS: _core._repacked_dtypes().)
+r16 builds also repack Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K and IQ4_XS: _testing.repacked_dtypes().)
 
 The group-scaled dtypes (Q5_0, Q5_1, IQ4_NL and the 256-element superblocks Q2_K .. Q6_K, IQ4_XS;
 src/backend/cpu/kquant_kernels.cpp) run the same tests: random blocks, whose every byte (every
@@ -19,7 +19,7 @@ import pytest
 
 import gguf
 
-from akunu import _core
+from akunu import _testing
 
 QT = gguf.GGMLQuantizationType
 GROUP_SCALED = ["Q5_0", "Q5_1", "IQ4_NL", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_XS"]
@@ -83,16 +83,16 @@ def test_dequantize_random_blocks_bit_exact(name, n_blocks):
     rng = np.random.default_rng(1234 + n_blocks)
     raw = random_raw(rng, name, n_blocks)
     n = n_blocks * BLOCK[name][0]
-    got = np.asarray(_core._dequantize(name, raw.tobytes(), n))
+    got = np.asarray(_testing.dequantize(name, raw.tobytes(), n))
     assert got.dtype == np.float32 and got.shape == (n,)
     assert_bits_equal(got, gguf_dequantize(name, raw), exact_nan=name in ("F32", "F16", "BF16"))
 
 
 def test_dequantize_every_half_and_bf16():
     every = np.arange(65536, dtype=np.uint16)
-    got = np.asarray(_core._dequantize("F16", every.tobytes(), 65536))
+    got = np.asarray(_testing.dequantize("F16", every.tobytes(), 65536))
     assert_bits_equal(got, every.view(np.float16).astype(np.float32), exact_nan=True)
-    got = np.asarray(_core._dequantize("BF16", every.tobytes(), 65536))
+    got = np.asarray(_testing.dequantize("BF16", every.tobytes(), 65536))
     assert np.array_equal(got.view(np.uint32), every.astype(np.uint32) << 16)
 
 
@@ -102,7 +102,7 @@ def test_dequantize_gguf_quantized_data(name, scale):
     rng = np.random.default_rng(7)
     x = (rng.standard_normal((4, 1024)) * scale).astype(np.float32)
     raw = np.asarray(quantize(x, name)).reshape(-1)
-    got = np.asarray(_core._dequantize(name, raw.tobytes(), x.size))
+    got = np.asarray(_testing.dequantize(name, raw.tobytes(), x.size))
     assert_bits_equal(got, gguf_dequantize(name, raw), exact_nan=True)
 
 
@@ -176,7 +176,7 @@ def test_gemm_matches_float64_reference(name, k, m, weights):
     w_raw = (random_weights if weights == "quantized" else random_block_weights)(rng, name, n_rows, k)
     x = (rng.standard_normal((m, k)) * rng.uniform(0.1, 3.0, (m, 1))).astype(np.float32)
 
-    y = np.asarray(_core._gemm(name, w_raw.tobytes(), n_rows, k, x))
+    y = np.asarray(_testing.gemm(name, w_raw.tobytes(), n_rows, k, x))
     assert y.dtype == np.float32 and y.shape == (m, n_rows)
 
     w = gguf_dequantize(name, w_raw).astype(np.float64).reshape(n_rows, k)
@@ -190,13 +190,13 @@ def test_gemm_matches_float64_reference(name, k, m, weights):
 
 # Dtypes the CPU device repacks at load: Q4_0 / Q4_1 / Q8_0 everywhere (r8 or r16 layout), and on
 # r16 builds also Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K and IQ4_XS (src/backend/cpu/r16_kquant_layout.cpp).
-REPACKED = list(_core._repacked_dtypes())
+REPACKED = list(_testing.repacked_dtypes())
 REPACKED_ACT_REFERENCE = {"r8": quantize_act_reference, "r16": quantize_act_q8x2_reference}
 
 
 def test_repacked_dtypes_of_this_build():
     expected = {"Q4_0", "Q4_1", "Q8_0"}
-    if _core._repacked_layout() == "r16":
+    if _testing.repacked_layout() == "r16":
         expected |= {"Q5_0", "Q5_1", "IQ4_NL", "Q4_K", "Q5_K", "Q6_K", "IQ4_XS"}
     assert set(REPACKED) == expected
 
@@ -217,12 +217,12 @@ def test_repacked_gemm_matches_reference(name, k, weights, n_rows, m):
     w_raw = (random_weights if weights == "quantized" else random_block_weights)(rng, name, n_rows, k)
     x = (rng.standard_normal((m, k)) * rng.uniform(0.1, 3.0, (m, 1))).astype(np.float32)
     w = gguf_dequantize(name, w_raw).astype(np.float64).reshape(n_rows, k)
-    xd = REPACKED_ACT_REFERENCE[_core._repacked_layout()](x)
+    xd = REPACKED_ACT_REFERENCE[_testing.repacked_layout()](x)
     ref = xd @ w.T
     scale = np.abs(xd) @ np.abs(w).T
     # Row ranges split as threads split them, including ranges that start/end inside a group.
     for row_chunk in (0, 3, 16):
-        y = np.asarray(_core._gemm(name, w_raw.tobytes(), n_rows, k, x, repacked=True, row_chunk=row_chunk))
+        y = np.asarray(_testing.gemm(name, w_raw.tobytes(), n_rows, k, x, repacked=True, row_chunk=row_chunk))
         assert y.dtype == np.float32 and y.shape == (m, n_rows)
         err = np.abs(y - ref) / (scale + 1e-30)
         assert err.max() < 1e-5, f"row_chunk {row_chunk}: max relative error {err.max():.3g}"
@@ -237,7 +237,7 @@ def test_repacked_dequantize_bit_exact(name, n_rows):
     block_size = BLOCK[name][0]
     k = 3 * block_size
     raw = random_raw(rng, name, n_rows * k // block_size)
-    got = np.asarray(_core._dequantize_repacked(name, raw.tobytes(), n_rows, k))
+    got = np.asarray(_testing.dequantize_repacked(name, raw.tobytes(), n_rows, k))
     assert_bits_equal(got, gguf_dequantize(name, raw), exact_nan=False)
 
 
@@ -247,7 +247,7 @@ def test_gemm_odd_k_float_tail():
     w = rng.standard_normal((5, 67)).astype(np.float32)
     x = rng.standard_normal((3, 67)).astype(np.float32)
     for name, raw in [("F32", w.tobytes()), ("F16", w.astype(np.float16).tobytes())]:
-        y = np.asarray(_core._gemm(name, raw, 5, 67, x))
+        y = np.asarray(_testing.gemm(name, raw, 5, 67, x))
         ref = x.astype(np.float64) @ gguf_dequantize(name, np.frombuffer(raw, np.uint8)).astype(np.float64).reshape(5, 67).T
         np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5)
 
@@ -262,7 +262,7 @@ def test_gemm_activation_rounding_ties_away_from_zero():
     w = np.zeros((1, k), np.float32)
     w[0, 1:5] = 1.0
     w_raw = np.asarray(gguf.quants.quantize(w, QT.Q8_0)).reshape(-1)
-    y = np.asarray(_core._gemm("Q8_0", w_raw.tobytes(), 1, k, x))
+    y = np.asarray(_testing.gemm("Q8_0", w_raw.tobytes(), 1, k, x))
     w_one = float(gguf_dequantize("Q8_0", w_raw)[1])  # 127 * fp16(1/127), not exactly 1
     assert y[0, 0] == pytest.approx(2 * w_one, rel=1e-6)
 
@@ -270,19 +270,19 @@ def test_gemm_activation_rounding_ties_away_from_zero():
 def test_bad_arguments_raise_value_error():
     x = np.zeros((1, 32), np.float32)
     with pytest.raises(ValueError):
-        _core._dequantize("IQ2_XXS", bytes(66), 256)  # a dtype the CPU kernels do not run
+        _testing.dequantize("IQ2_XXS", bytes(66), 256)  # a dtype the CPU kernels do not run
     with pytest.raises(ValueError):
-        _core._dequantize("nope", bytes(4), 1)
+        _testing.dequantize("nope", bytes(4), 1)
     with pytest.raises(ValueError):
-        _core._dequantize("Q4_0", bytes(17), 32)  # one byte short
+        _testing.dequantize("Q4_0", bytes(17), 32)  # one byte short
     with pytest.raises(ValueError):
-        _core._dequantize("Q4_0", bytes(18), 31)  # not a whole block
+        _testing.dequantize("Q4_0", bytes(18), 31)  # not a whole block
     with pytest.raises(ValueError):
-        _core._gemm("Q8_0", bytes(34), 2, 32, x)  # two rows need 68 bytes
+        _testing.gemm("Q8_0", bytes(34), 2, 32, x)  # two rows need 68 bytes
     with pytest.raises(ValueError):
-        _core._gemm("Q8_0", bytes(68), 2, 64, x)  # x has 32 columns, k says 64
+        _testing.gemm("Q8_0", bytes(68), 2, 64, x)  # x has 32 columns, k says 64
     with pytest.raises(ValueError):
-        _core._gemm("Q4_1", bytes(40), 1, 48, np.zeros((1, 48), np.float32))  # k not a block multiple
+        _testing.gemm("Q4_1", bytes(40), 1, 48, np.zeros((1, 48), np.float32))  # k not a block multiple
 
 
 @pytest.mark.parametrize("name", [d for d in GROUP_SCALED if d not in GGUF_QUANTIZES])
@@ -306,9 +306,10 @@ def test_gemm_row_ranges(name):
     k = 512
     w_raw = random_block_weights(rng, name, 11, k)
     x = rng.standard_normal((5, k)).astype(np.float32)
-    whole = np.asarray(_core._gemm(name, w_raw.tobytes(), 11, k, x))
+    whole = np.asarray(_testing.gemm(name, w_raw.tobytes(), 11, k, x))
     for chunk in (1, 3, 4):
-        np.testing.assert_array_equal(np.asarray(_core._gemm(name, w_raw.tobytes(), 11, k, x, row_chunk=chunk)), whole)
+        chunked = np.asarray(_testing.gemm(name, w_raw.tobytes(), 11, k, x, row_chunk=chunk))
+        np.testing.assert_array_equal(chunked, whole)
 
 
 @pytest.mark.parametrize("name", GROUP_SCALED + ["Q4_0", "Q8_0", "F16"])
@@ -321,15 +322,15 @@ def test_device_hooks_on_cpu(name):
     w_raw = random_weights(rng, name, n_rows, k)
     for m in (1, 5):
         x = rng.standard_normal((m, k)).astype(np.float32)
-        got = np.asarray(_core._device_gemm("cpu", name, w_raw.tobytes(), n_rows, k, x))
-        want = np.asarray(_core._gemm(name, w_raw.tobytes(), n_rows, k, x, repacked=name in REPACKED))
+        got = np.asarray(_testing.device_gemm("cpu", name, w_raw.tobytes(), n_rows, k, x))
+        want = np.asarray(_testing.gemm(name, w_raw.tobytes(), n_rows, k, x, repacked=name in REPACKED))
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
     ids = np.array([18, 0, 7, 7], dtype=np.uint32)
-    got = np.asarray(_core._device_embedding("cpu", name, w_raw.tobytes(), n_rows, k, ids))
+    got = np.asarray(_testing.device_embedding("cpu", name, w_raw.tobytes(), n_rows, k, ids))
     assert_bits_equal(got, gguf_dequantize(name, w_raw).reshape(n_rows, k)[ids], exact_nan=False)
     with pytest.raises(ValueError):
-        _core._device_embedding("cpu", name, w_raw.tobytes(), n_rows, k, np.array([n_rows], dtype=np.uint32))
+        _testing.device_embedding("cpu", name, w_raw.tobytes(), n_rows, k, np.array([n_rows], dtype=np.uint32))
     with pytest.raises(ValueError, match="raw size"):  # a clear error, not a crash
-        _core._device_gemm("cpu", name, w_raw.tobytes()[:-1], n_rows, k, x)
+        _testing.device_gemm("cpu", name, w_raw.tobytes()[:-1], n_rows, k, x)
     with pytest.raises(ValueError, match="unknown backend"):
-        _core._device_argmax("no-such-backend", np.zeros(4, dtype=np.float32))
+        _testing.device_argmax("no-such-backend", np.zeros(4, dtype=np.float32))

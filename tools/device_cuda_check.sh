@@ -17,7 +17,7 @@ python3 -m pip install -q --upgrade --no-index --no-deps --no-compile --target /
 t0=$(date +%s)
 python3 -m pip install --no-build-isolation --no-deps -v . -C cmake.define.AKUNU_CUDA_ARCHITECTURES=90a -C build-dir=/tmp/akbuild > $OUT/log_build.txt 2>&1 || { tail -60 $OUT/log_build.txt; exit 1; }
 echo "build: $(( $(date +%s) - t0 ))s"; grep -E "akunu: CUDA|warning" $OUT/log_build.txt | head -20
-cd /tmp && python3 -c "import akunu; print('cuda_available', akunu._core.cuda_available())"; cd - >/dev/null
+cd /tmp && python3 -c "import akunu._testing; print('cuda_available', akunu._testing.cuda_available())"; cd - >/dev/null
 export AKUNU_TOKENIZER_TESTDATA=$PWD/.devcarry/tokenizer
 timeout 300 python3 -m pytest -q -p no:cacheprovider tests/test_cuda.py -rA 2>&1 | tee $OUT/log_tests.txt | tail -45
 python3 - <<'PY' 2>&1 | tee $OUT/log_bw.txt

@@ -1,5 +1,9 @@
-// The akunu._core extension: one bind_* function per API area, each in its own file.
+// The akunu._core extension: one bind_* function per API area, each in its own file. What the
+// akunu package (python/akunu/) builds its public API from sits at the top level; the test and
+// benchmark seams sit in the submodule _testing (bind_testing.h), re-exported as akunu._testing.
 #include <nanobind/nanobind.h>
+
+#include "python/bind_testing.h"
 
 namespace nb = nanobind;
 
@@ -7,9 +11,6 @@ void bind_errors(nb::module_ &m);
 void bind_tokenizer(nb::module_ &m);
 void bind_model(nb::module_ &m);
 void bind_checkpoint(nb::module_ &m);
-void bind_kernels(nb::module_ &m);
-void bind_cuda(nb::module_ &m);
-void bind_bench(nb::module_ &m);
 
 NB_MODULE(_core, m) {
     m.doc() = "akunu native core: models, tokenizers and the dispatch-table engine";
@@ -17,7 +18,12 @@ NB_MODULE(_core, m) {
     bind_tokenizer(m);
     bind_checkpoint(m);  // before bind_model: Model's constructor takes an HFCheckpoint
     bind_model(m);
-    bind_cuda(m);
-    bind_kernels(m);  // low-level kernel entry points for tests and microbenchmarks
-    bind_bench(m);    // single-kernel dispatch tables for benchmarks/test_microbench.py
+
+    nb::module_ testing = m.def_submodule(
+        "_testing", "Test and benchmark seams: single kernels, commands and counters below the Model. Not API.");
+    bind_testing_kernels(testing);     // CPU row kernels on raw bytes
+    bind_testing_device(testing);      // one command on a new device of any backend
+    bind_testing_bench(testing);       // one kernel as a timed dispatch table
+    bind_testing_cuda(testing);        // CUDA presence and path counters
+    bind_testing_checkpoint(testing);  // the loader's MLX conversion
 }

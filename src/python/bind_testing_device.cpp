@@ -1,8 +1,7 @@
-// Test hooks for the CPU row kernels (src/backend/cpu/quant_kernels.h): dequantize a raw GGUF row
-// and run gemm_rows on raw weight bytes. Underscored: for tests/test_quant_kernels.py, not users.
-// _device_gemm / _device_embedding run one GEMM / embedding command on a device of any backend
-// (the CUDA kernels included), built as table_builder.cpp builds it; _device_rope_kv_write and
-// _device_attention do the same for the KV-cache kernels of either cache dtype.
+// akunu._testing's device commands: one GEMM / GEMV / embedding / RoPE + KV write / attention /
+// argmax / sampling command on a new device of any backend (the CUDA kernels included), built as
+// table_builder.cpp builds it, weights and KV caches uploaded as the loader and KVCache do. For
+// tests/test_quant_kernels.py, test_kv_cache_dtype.py, test_sampling.py and test_cuda.py.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -17,7 +16,6 @@
 #include <vector>
 
 #include "backend/cpu/quant_kernels.h"
-#include "backend/cpu/vec_math.h"
 #include "core/device.h"
 #include "core/dispatch_table.h"
 #include "core/dtype.h"
@@ -26,41 +24,16 @@
 #include "core/kv_cache.h"
 #include "core/sampling_rule.h"
 #include "inference/sampler.h"
+#include "python/bind_testing.h"
 
 namespace nb = nanobind;
 using akunu::DType;
+using akunu::testing::FloatMatrix;
+using akunu::testing::FloatVector;
+using akunu::testing::IdVector;
+using akunu::testing::owner_of;
 
 namespace {
-
-// A dtype the CPU kernels run, looked up by GGML name, with its layout facts.
-struct KernelDType {
-    DType type;
-    const akunu::DTypeInfo *info;
-};
-
-KernelDType kernel_dtype(const std::string &name) {
-    DType t;
-    if (!akunu::cpu::dtype_from_name(name, &t) || !akunu::cpu::cpu_supports_dtype(t))
-        throw nb::value_error(("unknown or unsupported weight dtype '" + name + "'").c_str());
-    const akunu::DTypeInfo *info = akunu::dtype_info(static_cast<uint32_t>(t));
-    if (!info) throw nb::value_error(("no layout for dtype '" + name + "'").c_str());
-    return {t, info};
-}
-
-void check_row_length(const KernelDType &d, int64_t n, const char *what) {
-    if (n <= 0 || n % d.info->block_size != 0)
-        throw nb::value_error((std::string(what) + " must be a positive multiple of " + std::to_string(d.info->block_size) +
-                               " for " + d.info->name + ", got " + std::to_string(n))
-                                  .c_str());
-}
-
-template <class T> nb::capsule owner_of(std::vector<T> *v) {
-    return nb::capsule(v, [](void *p) noexcept { delete static_cast<std::vector<T> *>(p); });
-}
-
-using FloatVector = nb::ndarray<const float, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
-using FloatMatrix = nb::ndarray<const float, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
-using IdVector = nb::ndarray<const uint32_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 
 // A device of `backend` with the descriptor it runs weights of `dtype_name` with, and the raw
 // weight matrix ([n_rows, k] GGUF rows) uploaded as the model loader uploads it.
@@ -128,150 +101,9 @@ nb::bytes read_bytes(akunu::Device &dev, const akunu::Buffer &b) {
 
 }  // namespace
 
-void bind_kernels(nb::module_ &m) {
+void bind_testing_device(nb::module_ &m) {
     m.def(
-        "_dequantize",
-        [](const std::string &dtype_name, nb::bytes raw, int64_t n) {
-            const KernelDType d = kernel_dtype(dtype_name);
-            check_row_length(d, n, "n");
-            const size_t expected = akunu::row_bytes(*d.info, (uint64_t)n);
-            if (raw.size() != expected)
-                throw nb::value_error(("raw holds " + std::to_string(raw.size()) + " bytes; " + std::to_string(n) +
-                                       " elements of " + d.info->name + " need " + std::to_string(expected))
-                                          .c_str());
-            auto *out = new std::vector<float>((size_t)n);
-            {
-                nb::gil_scoped_release release;
-                akunu::cpu::dequantize_row(d.type, raw.c_str(), out->data(), n);
-            }
-            return nb::ndarray<nb::numpy, float, nb::ndim<1>>(out->data(), {(size_t)n}, owner_of(out));
-        },
-        nb::arg("dtype_name"), nb::arg("raw"), nb::arg("n"),
-        "Dequantize n elements of raw GGUF data of the named dtype into a float32 array.");
-
-    m.def(
-        "_gemm",
-        [](const std::string &dtype_name, nb::bytes w_raw, int64_t n_rows, int64_t k, FloatMatrix x, bool repacked,
-           int64_t row_chunk) {
-            const KernelDType d = kernel_dtype(dtype_name);
-            check_row_length(d, k, "k");
-            if (n_rows <= 0) throw nb::value_error("n_rows must be positive");
-            if (repacked && !akunu::cpu::has_repacked_layout(d.type)) throw nb::value_error("dtype has no repacked layout");
-            if ((int64_t)x.shape(1) != k)
-                throw nb::value_error(("x has " + std::to_string(x.shape(1)) + " columns, expected k = " + std::to_string(k)).c_str());
-            const size_t w_row_bytes = akunu::row_bytes(*d.info, (uint64_t)k);
-            if (w_raw.size() != w_row_bytes * (size_t)n_rows)
-                throw nb::value_error(("w_raw holds " + std::to_string(w_raw.size()) + " bytes; " + std::to_string(n_rows) +
-                                       " rows of " + std::to_string(k) + " " + d.info->name + " need " +
-                                       std::to_string(w_row_bytes * (size_t)n_rows))
-                                          .c_str());
-            const int64_t M = (int64_t)x.shape(0);
-            auto *y = new std::vector<float>((size_t)(M * n_rows));
-            {
-                nb::gil_scoped_release release;
-                // Activations in the format the dot product wants (integer blocks for quantized weights).
-                std::vector<uint8_t> x_quantized;
-                const uint8_t *x_rows = reinterpret_cast<const uint8_t *>(x.data());
-                size_t x_row_bytes = (size_t)k * sizeof(float);
-                if (repacked) {
-                    x_row_bytes = akunu::cpu::repacked_act_row_bytes(k);
-                    x_quantized.resize((size_t)M * x_row_bytes);
-                    for (int64_t r = 0; r < M; ++r)
-                        akunu::cpu::quantize_row_act_repacked(x.data() + r * k, x_quantized.data() + r * x_row_bytes, k);
-                    x_rows = x_quantized.data();
-                } else if (akunu::cpu::act_format_for(d.type) == akunu::cpu::ActFormat::Q16Act) {
-                    x_row_bytes = (size_t)(k / akunu::QK_ACT) * sizeof(akunu::BlockQ16Act);
-                    x_quantized.resize((size_t)M * x_row_bytes);
-                    for (int64_t r = 0; r < M; ++r)
-                        akunu::cpu::quantize_row_act(x.data() + r * k,
-                                                     reinterpret_cast<akunu::BlockQ16Act *>(x_quantized.data() + r * x_row_bytes), k);
-                    x_rows = x_quantized.data();
-                }
-                akunu::cpu::GemmArgs args{d.type,      reinterpret_cast<const uint8_t *>(w_raw.c_str()),
-                                          w_row_bytes, x_rows,
-                                          x_row_bytes, y->data(),
-                                          (size_t)n_rows, k,
-                                          M,           false};
-                std::vector<uint8_t> packed;
-                if (repacked) {
-                    packed.resize(akunu::cpu::repacked_bytes(d.type, n_rows, k));
-                    akunu::cpu::repack_weights(d.type, w_raw.c_str(), packed.data(), n_rows, k);
-                    args.w = packed.data();
-                    args.repacked = true;
-                }
-                const int64_t step = row_chunk > 0 ? row_chunk : n_rows;
-                if (M > 0)
-                    for (int64_t n = 0; n < n_rows; n += step) akunu::cpu::gemm_rows(args, n, std::min(n_rows, n + step));
-            }
-            return nb::ndarray<nb::numpy, float, nb::ndim<2>>(y->data(), {(size_t)M, (size_t)n_rows}, owner_of(y));
-        },
-        nb::arg("dtype_name"), nb::arg("w_raw"), nb::arg("n_rows"), nb::arg("k"), nb::arg("x"),
-        nb::arg("repacked") = false, nb::arg("row_chunk") = 0,
-        "y[M, N] = x[M, K] @ W[N, K]^T with W given as raw GGUF rows of the named dtype. x is float32; for "
-        "quantized weights it is quantized per row first (quantize_row_act, or quantize_row_act_q8x2 for the r16 "
-        "layout), as the engine does. repacked: run the build's load-time repacked layout (repack_weights; "
-        "_repacked_dtypes()) instead. row_chunk > 0: "
-        "compute the rows in consecutive ranges of that many rows (as threads split them).");
-
-    m.def(
-        "_repacked_layout",
-        [] { return akunu::cpu::repack_row_group(akunu::DType::Q4_0) == 16 ? "r16" : "r8"; },
-        "The load-time layout this build repacks Q4_0 / Q4_1 / Q8_0 into: 'r16' (AVX-512 VNNI, two-digit int8 "
-        "activations) or 'r8' (int16 activations).");
-    m.def(
-        "_repacked_dtypes",
-        [] {
-            std::vector<std::string> names;
-            for (uint32_t code = 0; code < 64; ++code) {
-                const akunu::DTypeInfo *info = akunu::dtype_info(code);
-                if (info && akunu::cpu::has_repacked_layout(static_cast<DType>(code))) names.push_back(info->name);
-            }
-            return names;
-        },
-        "Names of the weight dtypes this build repacks at load (r8: Q4_0 / Q4_1 / Q8_0; r16 also Q5_0, Q5_1, "
-        "IQ4_NL, Q4_K, Q5_K, Q6_K and IQ4_XS).");
-    m.def(
-        "_dequantize_repacked",
-        [](const std::string &dtype_name, nb::bytes raw, int64_t n_rows, int64_t k) {
-            const KernelDType d = kernel_dtype(dtype_name);
-            check_row_length(d, k, "k");
-            if (!akunu::cpu::has_repacked_layout(d.type)) throw nb::value_error("dtype has no repacked layout");
-            const size_t w_row_bytes = akunu::row_bytes(*d.info, (uint64_t)k);
-            if (n_rows <= 0 || raw.size() != w_row_bytes * (size_t)n_rows) throw nb::value_error("raw size != n_rows rows");
-            auto *out = new std::vector<float>((size_t)(n_rows * k));
-            {
-                nb::gil_scoped_release release;
-                std::vector<uint8_t> packed(akunu::cpu::repacked_bytes(d.type, n_rows, k));
-                akunu::cpu::repack_weights(d.type, raw.c_str(), packed.data(), n_rows, k);
-                for (int64_t r = 0; r < n_rows; ++r)
-                    akunu::cpu::dequantize_row_repacked(d.type, packed.data(), r, out->data() + r * k, k);
-            }
-            return nb::ndarray<nb::numpy, float, nb::ndim<1>>(out->data(), {(size_t)(n_rows * k)}, owner_of(out));
-        },
-        nb::arg("dtype_name"), nb::arg("raw"), nb::arg("n_rows"), nb::arg("k"),
-        "Repack n_rows GGUF rows (repack_weights) and dequantize every row back out of the repacked layout.");
-    m.def(
-        "_exp_shifted",
-        [](FloatVector x, float shift) {
-            const uint32_t n = (uint32_t)x.shape(0);
-            auto *out = new std::vector<float>(n);
-            const float sum = akunu::cpu::exp_shifted_sum(x.data(), shift, out->data(), n);
-            return nb::make_tuple(nb::ndarray<nb::numpy, float, nb::ndim<1>>(out->data(), {(size_t)n}, owner_of(out)), sum);
-        },
-        nb::arg("x"), nb::arg("shift"), "(exp(x - shift), its sum) through the CPU kernels' vector exp.");
-    m.def(
-        "_silu_mul",
-        [](FloatVector gate, FloatVector up) {
-            if (gate.shape(0) != up.shape(0)) throw nb::value_error("gate and up differ in length");
-            const uint32_t n = (uint32_t)gate.shape(0);
-            auto *out = new std::vector<float>(n);
-            akunu::cpu::silu_mul(gate.data(), up.data(), out->data(), n);
-            return nb::ndarray<nb::numpy, float, nb::ndim<1>>(out->data(), {(size_t)n}, owner_of(out));
-        },
-        nb::arg("gate"), nb::arg("up"), "silu(gate) * up through the CPU kernels' vector math.");
-
-    m.def(
-        "_device_gemm",
+        "device_gemm",
         [](const std::string &backend, const std::string &dtype_name, nb::bytes w_raw, int64_t n_rows, int64_t k,
            FloatMatrix x) {
             if ((int64_t)x.shape(1) != k) throw nb::value_error("x must have k columns");
@@ -321,7 +153,7 @@ void bind_kernels(nb::module_ &m) {
         "y[M, N] = x[M, K] @ W[N, K]^T as one GEMM command (plus its activation conversion) on a new device of "
         "`backend`, weights uploaded as the model loader uploads them.");
     m.def(
-        "_device_gemv_fused",
+        "device_gemv_fused",
         [](const std::string &backend, const std::string &dtype_name, nb::bytes w_raw, int64_t n_rows, int64_t k,
            FloatVector x, std::optional<FloatVector> norm_weight, float eps, const std::string &activation) {
             if ((int64_t)x.shape(0) != k) throw nb::value_error("x must have k elements");
@@ -388,7 +220,7 @@ void bind_kernels(nb::module_ &m) {
         "activation 'silu' / 'gelu_tanh' (w_raw: n_rows gate rows then n_rows up rows) y = act(gate . x') * "
         "(up . x'). Backends without the fusions raise ValueError.");
     m.def(
-        "_device_embedding",
+        "device_embedding",
         [](const std::string &backend, const std::string &dtype_name, nb::bytes table_raw, int64_t n_rows, int64_t k,
            IdVector ids) {
             const int64_t n = (int64_t)ids.shape(0);
@@ -421,7 +253,7 @@ void bind_kernels(nb::module_ &m) {
         "Rows `ids` of a [n_rows, k] embedding table of raw GGUF rows, through one embedding command on a new "
         "device of `backend`.");
     m.def(
-        "_device_rope_kv_write",
+        "device_rope_kv_write",
         [](const std::string &backend, const std::string &kv_cache_dtype, FloatMatrix qkv, uint32_t n_heads,
            uint32_t n_kv_heads, uint32_t head_dim, uint32_t rope_dim, uint32_t max_seq, uint32_t position,
            FloatVector inv_freq, bool neox) {
@@ -468,7 +300,7 @@ void bind_kernels(nb::module_ &m) {
         "'q8_0') over qkv [rows, stride] into a fresh one-layer cache of max_seq positions on a new device of "
         "`backend`: (qkv after the in-place rotation, K cache bytes, V cache bytes).");
     m.def(
-        "_device_attention",
+        "device_attention",
         [](const std::string &backend, const std::string &kv_cache_dtype, FloatMatrix q, nb::bytes k_cache,
            nb::bytes v_cache, uint32_t n_heads, uint32_t n_kv_heads, uint32_t head_dim, uint32_t max_seq,
            uint32_t position, float scale, uint32_t window, float softcap) {
@@ -521,10 +353,10 @@ void bind_kernels(nb::module_ &m) {
         nb::arg("n_heads"), nb::arg("n_kv_heads"), nb::arg("head_dim"), nb::arg("max_seq"), nb::arg("position"),
         nb::arg("scale"), nb::arg("window") = 0, nb::arg("softcap") = 0.0f,
         "One attention command (attention_f16kv, or attention_q8kv for kv_cache_dtype 'q8_0') for the query rows "
-        "q [rows, q_stride] at positions position.. over one-layer K/V cache bytes (as _device_rope_kv_write "
+        "q [rows, q_stride] at positions position.. over one-layer K/V cache bytes (as device_rope_kv_write "
         "returns them) on a new device of `backend`: out [rows, n_heads * head_dim].");
     m.def(
-        "_device_argmax",
+        "device_argmax",
         [](const std::string &backend, FloatVector logits) {
             const int64_t n = (int64_t)logits.shape(0);
             if (n <= 0) throw nb::value_error("logits must not be empty");
@@ -547,7 +379,7 @@ void bind_kernels(nb::module_ &m) {
         nb::arg("backend"), nb::arg("logits"),
         "The argmax command (first index on ties) over `logits` on a new device of `backend`.");
     m.def(
-        "_device_sample",
+        "device_sample",
         [](const std::string &backend, FloatVector logits, IdVector positions, float temperature, int top_k, float top_p,
            float min_p, float repeat_penalty, int repeat_last_n, uint64_t seed, std::vector<uint32_t> recent,
            std::vector<uint32_t> chain) {

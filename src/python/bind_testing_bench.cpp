@@ -1,13 +1,13 @@
-// Microbenchmark hooks: time one kernel through the real engine path (a CpuDevice, a DispatchTable
-// built with CmdBuilder exactly as table_builder.cpp builds it, replayed by encode_dispatch_table).
-// Underscored: for benchmarks/test_microbench.py, not users.
+// akunu._testing's microbenchmark seams: time one kernel through the real engine path (a CpuDevice,
+// a DispatchTable built with CmdBuilder exactly as table_builder.cpp builds it, replayed by
+// encode_dispatch_table). For benchmarks/test_microbench.py.
 //
-//   _core._bench_gemm(dtype, n_rows, k, m, iters, threads) -> seconds per replay
-//   _core._bench_attention(n_heads, n_kv_heads, head_dim, kv_len, iters, threads) -> seconds per replay
-//   _core._bench_rmsnorm(dim, rows, iters, threads) -> seconds per replay
+//   bench_gemm(dtype, n_rows, k, m, iters, threads) -> seconds per replay
+//   bench_attention(n_heads, n_kv_heads, head_dim, kv_len, iters, threads) -> seconds per replay
+//   bench_rmsnorm(dim, rows, iters, threads) -> seconds per replay
 //
-// and the same setups as objects (_core._KernelBench, from _bench_*_setup) that keep the table
-// and buffers alive, so a harness can time run() alone and read the buffers back for correctness.
+// and the same setups as objects (KernelBench, from bench_*_setup) that keep the table and
+// buffers alive, so a harness can time run() alone and read the buffers back for correctness.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/string.h>
@@ -28,8 +28,11 @@
 #include "core/arch_descriptor.h"
 #include "core/dispatch_table.h"
 #include "core/dtype.h"
+#include "core/half.h"
 #include "core/kernel_params.h"
 #include "core/quant_blocks.h"
+#include "core/sampling_rule.h"
+#include "python/bind_testing.h"
 
 namespace nb = nanobind;
 using akunu::Buffer;
@@ -37,32 +40,19 @@ using akunu::DType;
 
 namespace {
 
-// splitmix64: cheap, good enough for random weights whose values do not matter for speed.
+// Random bits for weights whose values do not matter for speed: the sampler's stateless hash
+// (core/sampling_rule.h) of (seed, draw index), as its Gumbel noise hashes (seed, position, token).
 struct Rng {
-    uint64_t s;
-    explicit Rng(uint64_t seed) : s(seed * 0x9E3779B97F4A7C15ull + 1) {}
+    uint32_t stream;
+    uint32_t index = 0;
+    explicit Rng(uint64_t seed) : stream(akunu::noise_stream((uint32_t)seed, (uint32_t)(seed >> 32), 0)) {}
+    uint32_t next32() { return akunu::pcg_hash(stream ^ akunu::pcg_hash(index++)); }
     uint64_t next() {
-        uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        return z ^ (z >> 31);
+        const uint64_t hi = next32();
+        return hi << 32 | next32();
     }
-    float uniform(float lo, float hi) { return lo + (hi - lo) * (float)((next() >> 40) * (1.0 / 16777216.0)); }
+    float uniform(float lo, float hi) { return lo + (hi - lo) * (float)((next32() >> 8) * (1.0 / 16777216.0)); }
 };
-
-// float -> IEEE half bits for normal values (the generators never produce anything else); tiny
-// magnitudes flush to zero.
-uint16_t half_bits(float f) {
-    uint32_t x;
-    std::memcpy(&x, &f, 4);
-    const uint32_t sign = (x >> 16) & 0x8000u;
-    const int32_t exp = (int32_t)((x >> 23) & 0xff) - 127 + 15;
-    if (exp <= 0) return (uint16_t)sign;
-    if (exp >= 31) return (uint16_t)(sign | 0x7bffu);
-    uint32_t mant = (x >> 13) & 0x3ffu;
-    if ((x >> 12) & 1u) ++mant;  // round half up; carries into the exponent correctly
-    return (uint16_t)(sign | (((uint32_t)exp << 10) + mant));
-}
 
 // The group-scaled dtypes (kquant_kernels.h): random bytes, then sane fp16 factors. Offsets of a
 // block's fp16 scale d (and its min: dmin for the K-quants, m for Q5_1) in bytes.
@@ -83,11 +73,13 @@ void fill_group_scaled(DType dtype, uint8_t *row, size_t row_bytes, Rng &rng) {
         std::memcpy(row + i, &v, std::min<size_t>(8, row_bytes - i));
     }
     for (size_t b = 0; b < row_bytes; b += info->type_size) {
-        const uint16_t d = half_bits(super ? rng.uniform(0.0001f, 0.0005f) : rng.uniform(0.002f, 0.02f));
-        std::memcpy(row + b + d_at, &d, 2);
+        const float d = super ? rng.uniform(0.0001f, 0.0005f) : rng.uniform(0.002f, 0.02f);
+        const uint16_t d_bits = akunu::float_to_half_bits(d);
+        std::memcpy(row + b + d_at, &d_bits, 2);
         if (min_at >= 0) {
-            const uint16_t m = half_bits(dtype == DType::Q5_1 ? rng.uniform(-0.1f, -0.01f) : rng.uniform(0.0001f, 0.0005f));
-            std::memcpy(row + b + min_at, &m, 2);
+            const float m = dtype == DType::Q5_1 ? rng.uniform(-0.1f, -0.01f) : rng.uniform(0.0001f, 0.0005f);
+            const uint16_t m_bits = akunu::float_to_half_bits(m);
+            std::memcpy(row + b + min_at, &m_bits, 2);
         }
     }
 }
@@ -104,13 +96,13 @@ void fill_weights(DType dtype, uint8_t *dst, size_t n_rows, size_t k, size_t row
             }
             case DType::F16: {
                 uint16_t *w = reinterpret_cast<uint16_t *>(row);
-                for (size_t i = 0; i < k; ++i) w[i] = half_bits(rng.uniform(-0.05f, 0.05f));
+                for (size_t i = 0; i < k; ++i) w[i] = akunu::float_to_half_bits(rng.uniform(-0.05f, 0.05f));
                 break;
             }
             case DType::Q8_0: {
                 auto *b = reinterpret_cast<akunu::BlockQ8_0 *>(row);
                 for (size_t j = 0; j < k / akunu::QK8_0; ++j) {
-                    b[j].d = half_bits(rng.uniform(0.002f, 0.02f));
+                    b[j].d = akunu::float_to_half_bits(rng.uniform(0.002f, 0.02f));
                     for (int i = 0; i < akunu::QK8_0; i += 8) {
                         uint64_t v = rng.next();
                         std::memcpy(b[j].qs + i, &v, 8);
@@ -121,7 +113,7 @@ void fill_weights(DType dtype, uint8_t *dst, size_t n_rows, size_t k, size_t row
             case DType::Q4_0: {
                 auto *b = reinterpret_cast<akunu::BlockQ4_0 *>(row);
                 for (size_t j = 0; j < k / akunu::QK4_0; ++j) {
-                    b[j].d = half_bits(rng.uniform(0.002f, 0.02f));
+                    b[j].d = akunu::float_to_half_bits(rng.uniform(0.002f, 0.02f));
                     uint64_t v0 = rng.next(), v1 = rng.next();
                     std::memcpy(b[j].qs, &v0, 8);
                     std::memcpy(b[j].qs + 8, &v1, 8);
@@ -131,8 +123,8 @@ void fill_weights(DType dtype, uint8_t *dst, size_t n_rows, size_t k, size_t row
             case DType::Q4_1: {
                 auto *b = reinterpret_cast<akunu::BlockQ4_1 *>(row);
                 for (size_t j = 0; j < k / akunu::QK4_1; ++j) {
-                    b[j].d = half_bits(rng.uniform(0.002f, 0.02f));
-                    b[j].m = half_bits(rng.uniform(-0.1f, -0.01f));
+                    b[j].d = akunu::float_to_half_bits(rng.uniform(0.002f, 0.02f));
+                    b[j].m = akunu::float_to_half_bits(rng.uniform(-0.1f, -0.01f));
                     uint64_t v0 = rng.next(), v1 = rng.next();
                     std::memcpy(b[j].qs, &v0, 8);
                     std::memcpy(b[j].qs + 8, &v1, 8);
@@ -174,7 +166,7 @@ public:
     }
     void fill_halves(const std::string &name, size_t n, float lo, float hi, Rng &rng) {
         uint16_t *p = static_cast<uint16_t *>(buffer(name).contents);
-        for (size_t i = 0; i < n; ++i) p[i] = half_bits(rng.uniform(lo, hi));
+        for (size_t i = 0; i < n; ++i) p[i] = akunu::float_to_half_bits(rng.uniform(lo, hi));
     }
 
     // Seconds per replay of the whole table, averaged over `iters` replays (after one untimed
@@ -378,8 +370,8 @@ double timed(std::unique_ptr<KernelBench> kb, int iters) {
 
 }  // namespace
 
-void bind_bench(nb::module_ &m) {
-    nb::class_<KernelBench>(m, "_KernelBench", "One kernel as a dispatch table on its own CPU device (benchmarks).")
+void bind_testing_bench(nb::module_ &m) {
+    nb::class_<KernelBench>(m, "KernelBench", "One kernel as a dispatch table on its own CPU device (benchmarks).")
         .def("run", &KernelBench::run, nb::arg("iters"), nb::arg("warmup") = true,
              nb::call_guard<nb::gil_scoped_release>(),
              "Replay the table `iters` times (after one untimed warm-up replay when `warmup`); returns seconds "
@@ -400,7 +392,7 @@ void bind_bench(nb::module_ &m) {
         .def_prop_ro("device_name", &KernelBench::device_name);
 
     m.def(
-        "_bench_gemm_setup",
+        "bench_gemm_setup",
         [](const std::string &dtype, int64_t n_rows, int64_t k, int64_t m, int threads, uint64_t seed) {
             nb::gil_scoped_release release;
             return setup_gemm(dtype, n_rows, k, m, threads, seed);
@@ -410,7 +402,7 @@ void bind_bench(nb::module_ &m) {
         "y[m, n_rows] = x[m, k] . W[n_rows, k]^T with random W of `dtype` (F32, F16, Q8_0, Q4_0, Q4_1 and the group-scaled Q5_0 .. IQ4_XS), built as "
         "the table builder builds a matmul (activation quantization included when the dtype wants it).");
     m.def(
-        "_bench_attention_setup",
+        "bench_attention_setup",
         [](int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, int64_t kv_len, int threads, uint64_t seed) {
             nb::gil_scoped_release release;
             return setup_attention(n_heads, n_kv_heads, head_dim, kv_len, threads, seed);
@@ -418,7 +410,7 @@ void bind_bench(nb::module_ &m) {
         nb::arg("n_heads"), nb::arg("n_kv_heads"), nb::arg("head_dim"), nb::arg("kv_len"), nb::arg("threads") = 0,
         nb::arg("seed") = 0, "Decode attention of one query over a random F16 KV cache of kv_len positions.");
     m.def(
-        "_bench_rmsnorm_setup",
+        "bench_rmsnorm_setup",
         [](int64_t dim, int64_t rows, int threads, uint64_t seed) {
             nb::gil_scoped_release release;
             return setup_rmsnorm(dim, rows, threads, seed);
@@ -426,21 +418,21 @@ void bind_bench(nb::module_ &m) {
         nb::arg("dim"), nb::arg("rows"), nb::arg("threads") = 0, nb::arg("seed") = 0, "RMSNorm of rows x dim.");
 
     m.def(
-        "_bench_gemm",
+        "bench_gemm",
         [](const std::string &dtype, int64_t n_rows, int64_t k, int64_t m, int iters, int threads) {
             return timed(setup_gemm(dtype, n_rows, k, m, threads, 0), iters);
         },
         nb::arg("dtype"), nb::arg("n_rows"), nb::arg("k"), nb::arg("m"), nb::arg("iters"), nb::arg("threads") = 0,
-        "Seconds per replay of a one-GEMM dispatch table (see _bench_gemm_setup).");
+        "Seconds per replay of a one-GEMM dispatch table (see bench_gemm_setup).");
     m.def(
-        "_bench_attention",
+        "bench_attention",
         [](int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, int64_t kv_len, int iters, int threads) {
             return timed(setup_attention(n_heads, n_kv_heads, head_dim, kv_len, threads, 0), iters);
         },
         nb::arg("n_heads"), nb::arg("n_kv_heads"), nb::arg("head_dim"), nb::arg("kv_len"), nb::arg("iters"),
         nb::arg("threads") = 0, "Seconds per replay of one decode attention command.");
     m.def(
-        "_bench_rmsnorm",
+        "bench_rmsnorm",
         [](int64_t dim, int64_t rows, int iters, int threads) { return timed(setup_rmsnorm(dim, rows, threads, 0), iters); },
         nb::arg("dim"), nb::arg("rows"), nb::arg("iters"), nb::arg("threads") = 0,
         "Seconds per replay of one RMSNorm command.");

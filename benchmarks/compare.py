@@ -11,7 +11,7 @@ to sleep).
 
   pp<N>  time to process an N-token prompt of random token ids (the same ids for both engines) from an
          empty KV cache, in one call (llama.cpp: llama_decode of llama_batch_get_one with n_batch = n_ubatch
-         = 512; akunu: Model.prefill, i.e. akunu.bench.measure_pp).
+         = 512; akunu: the engine's prefill, i.e. akunu.bench.measure_pp).
   tg<N>  N tokens generated one at a time after a 1-token context. llama.cpp: N single-token llama_decode
          calls with no sampling, as llama-bench; akunu: greedy chain decode (akunu.bench.measure_tg), which
          includes the argmax llama.cpp does not do.

@@ -475,10 +475,10 @@ def criterion(ref: np.ndarray, got: np.ndarray) -> tuple[bool, dict]:
 def assert_decode_matches_teacher_forcing(model, prompt: list[int], n: int) -> None:
     """Greedy decode replays (one token each) after `prompt` pick what teacher-forced logits of the
     same tokens pick: the decode table reads the KV cache as the all-rows passes do."""
-    model.reset()
-    first = model.prefill(prompt)
-    gen = [first] + list(model.chain_decode(first, n - 1))
-    model.reset()
+    model._engine.reset()
+    first = model._engine.prefill(prompt)
+    gen = [first] + list(model._engine.chain_decode(first, n - 1))
+    model._engine.reset()
     assert gen == model.logits(prompt + gen[:-1])[len(prompt) - 1:].argmax(-1).tolist()
 
 

@@ -198,11 +198,11 @@ def test_akunu_decode_table_matches_teacher_forcing(name, arch_akunu, tokens):
     """The patched decode table (one token at a time, past the window) predicts what the
     all-rows pass predicts for the same sequence."""
     m = arch_akunu(name)
-    m.reset()
+    m._engine.reset()
     prompt = tokens[:60]
-    first = m.prefill(prompt)
-    gen = [first] + list(m.chain_decode(first, 59))
-    m.reset()
+    first = m._engine.prefill(prompt)
+    gen = [first] + list(m._engine.chain_decode(first, 59))
+    m._engine.reset()
     logits = m.logits(prompt + gen[:-1])
     assert gen == logits[len(prompt) - 1:].argmax(-1).tolist()
 

@@ -415,5 +415,5 @@ def test_misaligned_tensors_are_copied(bases, tmp_path, akunu_mod):
     np.testing.assert_array_equal(shifted.logits(ids), original.logits(ids))
     if shifted.backend == "cpu":
         # every matrix is held in the loader's memory (vectors were copied into F32 buffers at upload)
-        assert original.loader_owned_bytes < shifted.loader_owned_bytes == sum(t[3] for t in shifted.tensors
+        assert original._engine.loader_owned_bytes < shifted._engine.loader_owned_bytes == sum(t[3] for t in shifted.tensors
                                                                                  if len(t[2]) == 2)

@@ -160,10 +160,10 @@ def test_context_overflow(akunu_mod, small_ctx_model):
     with pytest.raises(akunu_mod.ContextOverflowError):
         m.logits(long_ids)
     with pytest.raises(akunu_mod.ContextOverflowError):
-        m.prefill(long_ids)
+        m._engine.prefill(long_ids)
     assert issubclass(akunu_mod.ContextOverflowError, akunu_mod.AkunuError)
     # still usable afterwards, and a prompt that fits is fine
-    m.reset()
+    m._engine.reset()
     assert len(m.generate_tokens(list(range(100, 140)), max_tokens=4)) <= 4
     assert m.logits(list(range(100, 164))).shape == (64, 32000)
 
@@ -198,10 +198,10 @@ def test_out_of_range_token_ids(smollm2):
     for bad in ([0, v], [-1], [5, 6, v + 1000]):
         with pytest.raises(ValueError):
             smollm2.logits(bad)
-        smollm2.reset()
+        smollm2._engine.reset()
         with pytest.raises(ValueError):
-            smollm2.prefill(bad)
-    smollm2.reset()
+            smollm2._engine.prefill(bad)
+    smollm2._engine.reset()
     ok = smollm2.logits([1, 2, v - 1])  # boundary id is valid
     assert ok.shape == (3, v) and np.isfinite(ok).all()
 

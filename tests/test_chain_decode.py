@@ -13,23 +13,23 @@ PROMPTS = [
 
 
 def _steps(model, prompt_tokens, n):
-    model.reset()
-    assert model.position == 0
-    first = model.prefill(prompt_tokens)
-    assert model.position == len(prompt_tokens)
+    model._engine.reset()
+    assert model._engine.position == 0
+    first = model._engine.prefill(prompt_tokens)
+    assert model._engine.position == len(prompt_tokens)
     out, cur = [], first
     for _ in range(n):
-        cur = model.decode_step(cur)
+        cur = model._engine.decode_step(cur)
         out.append(cur)
-    assert model.position == len(prompt_tokens) + n
+    assert model._engine.position == len(prompt_tokens) + n
     return first, out
 
 
 def _chain(model, prompt_tokens, n):
-    model.reset()
-    first = model.prefill(prompt_tokens)
-    out = model.chain_decode(first, n)
-    assert model.position == len(prompt_tokens) + n
+    model._engine.reset()
+    first = model._engine.prefill(prompt_tokens)
+    out = model._engine.chain_decode(first, n)
+    assert model._engine.position == len(prompt_tokens) + n
     return first, list(out)
 
 
@@ -60,13 +60,13 @@ def test_chain_decode_long_and_resumed(tiny_gguf, akunu_mod, llama_spm_tokenizer
     f1, chain = _chain(m, toks, n)
     f2, steps = _steps(m, toks, n)
     assert f1 == f2 and chain == steps
-    m.reset()
-    first = m.prefill(toks)
-    a = list(m.chain_decode(first, 37))
-    b = list(m.chain_decode(a[-1], n - 37))
+    m._engine.reset()
+    first = m._engine.prefill(toks)
+    a = list(m._engine.chain_decode(first, 37))
+    b = list(m._engine.chain_decode(a[-1], n - 37))
     assert a + b == steps
-    assert m.position == len(toks) + n
-    assert m.table_builds == 1
+    assert m._engine.position == len(toks) + n
+    assert m._engine.table_builds == 1
 
 
 def test_generate_tokens_matches_teacher_forced_argmax(smollm2):
@@ -90,8 +90,8 @@ def test_generate_tokens_matches_teacher_forced_argmax(smollm2):
 def test_prefill_argmax_matches_logits(smollm2):
     toks = smollm2.tokenizer.encode("Water is made of hydrogen and")
     last = smollm2.logits(toks)[-1]
-    smollm2.reset()
-    assert smollm2.prefill(toks) == int(np.argmax(last))
+    smollm2._engine.reset()
+    assert smollm2._engine.prefill(toks) == int(np.argmax(last))
 
 
 # ------------------------------------------------------------------ dispatch table
@@ -154,8 +154,8 @@ def test_table_per_layer_structure(table, smollm2):
 def test_table_built_once(smollm2):
     for _ in range(3):
         smollm2.generate("Hello", max_tokens=4)
-        smollm2.reset()
+        smollm2._engine.reset()
     smollm2.generate_tokens(smollm2.tokenizer.encode("Hi"), max_tokens=3)
     smollm2.chat([{"role": "user", "content": "Hi"}], max_tokens=3)
     smollm2.logits([1, 2, 3])
-    assert smollm2.table_builds == 1
+    assert smollm2._engine.table_builds == 1

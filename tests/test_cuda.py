@@ -123,9 +123,9 @@ def test_float_model_prefill_paths_match_cpu(name, cublas, gguf_dir, monkeypatch
 
 
 def _greedy(model, ids, n):
-    model.reset()
-    first = model.prefill(ids)
-    return [first] + list(model.chain_decode(first, n - 1))
+    model._engine.reset()
+    first = model._engine.prefill(ids)
+    return [first] + list(model._engine.chain_decode(first, n - 1))
 
 
 def assert_greedy_match(cpu, cuda, n=32):
@@ -153,9 +153,9 @@ def test_quantized_handoff_matches_cpu(handoff, gguf_dir, monkeypatch):
     cpu, cuda = (akunu.Model(str(path), backend=b) for b in ("cpu", "cuda"))
     # Handoffs are set up when a token's commands are captured: one decode step captures one token.
     ids = cuda.tokenizer.encode(PROMPTS[0])
-    first = cuda.prefill(ids)
+    first = cuda._engine.prefill(ids)
     before = akunu._testing.cuda_q16_handoffs()
-    cuda.decode_step(first)
+    cuda._engine.decode_step(first)
     # 2 layers x (attention -> o_proj, o_proj -> gate_up, gate_up -> down, down -> qkv or logits)
     assert akunu._testing.cuda_q16_handoffs() - before == (8 if handoff == "on" else 0)
     assert_greedy_match(cpu, cuda)
@@ -163,11 +163,11 @@ def test_quantized_handoff_matches_cpu(handoff, gguf_dir, monkeypatch):
 
 
 def _steps(model, ids, n):
-    model.reset()
-    cur = model.prefill(ids)
+    model._engine.reset()
+    cur = model._engine.prefill(ids)
     out = [cur]
     for _ in range(n - 1):
-        cur = model.decode_step(cur)
+        cur = model._engine.decode_step(cur)
         out.append(cur)
     return out
 
@@ -178,27 +178,27 @@ def test_chain_equals_steps(name, pair):
     ids = cuda.tokenizer.encode(PROMPTS[0])
     n = 150  # crosses the chain chunk (64 on GPUs) with a ragged last chunk
     assert _greedy(cuda, ids, n) == _steps(cuda, ids, n)
-    assert cuda.position == len(ids) + n - 1
+    assert cuda._engine.position == len(ids) + n - 1
 
 
 def test_one_table_replayed_at_many_positions(pair):
     """The decode table is built once; its graph replays at every start position (prompts of
     different lengths, resumed chains) and matches the CPU each time."""
     cpu, cuda = pair("q4_0_untied_llama3")
-    builds = cuda.table_builds
+    builds = cuda._engine.table_builds
     for k, prompt in enumerate(PROMPTS + [gm.VARIED_TEXT[:400]]):
         ids = cpu.tokenizer.encode(prompt)
         for m in (cpu, cuda):
-            m.reset()
+            m._engine.reset()
         outs = []
         for m in (cpu, cuda):
-            first = m.prefill(ids)
+            first = m._engine.prefill(ids)
             seq = [first]
             for chunk in (5, 17, 5):  # resumed chains: same graph per count, new start positions
-                seq += list(m.chain_decode(seq[-1], chunk))
+                seq += list(m._engine.chain_decode(seq[-1], chunk))
             outs.append(seq)
         assert outs[0] == outs[1], (k, outs)
-    assert cuda.table_builds == builds == 1
+    assert cuda._engine.table_builds == builds == 1
 
 
 def assert_long_decode_matches(cpu, cuda, n_ctx, steps):
@@ -208,15 +208,15 @@ def assert_long_decode_matches(cpu, cuda, n_ctx, steps):
     CPU and CUDA logits differ by ~0.02 everywhere)."""
     ids = _tokens(cpu, 300)
     ids = (ids * (n_ctx // len(ids) + 1))[:n_ctx]
-    cpu.reset()
-    cuda.reset()
-    a, b = cpu.prefill(ids), cuda.prefill(ids)
+    cpu._engine.reset()
+    cuda._engine.reset()
+    a, b = cpu._engine.prefill(ids), cuda._engine.prefill(ids)
     seq, disagreements = list(ids), []
     for _ in range(steps):
         if a != b:
             disagreements.append((len(seq), a, b))
         seq.append(a)
-        a, b = cpu.decode_step(a), cuda.decode_step(a)
+        a, b = cpu._engine.decode_step(a), cuda._engine.decode_step(a)
     assert len(disagreements) <= 2, disagreements
     for n, a, b in disagreements:
         logits = cpu.logits(seq[:n])[-1]
@@ -320,8 +320,8 @@ def _rope_kv_write(backend, k_rows, v_rows, n_heads, n_kv_heads, head_dim, max_s
     rows = k_rows.shape[0] // n_kv_heads
     q = np.random.default_rng(7).standard_normal((rows, n_heads * head_dim)).astype(np.float32)
     qkv = np.ascontiguousarray(np.concatenate([q, k_rows.reshape(rows, -1), v_rows.reshape(rows, -1)], axis=1))
-    return akunu._core._device_rope_kv_write(backend, "q8_0", qkv, n_heads, n_kv_heads, head_dim, rope_dim, max_seq,
-                                       position, kvq.inv_freq(rope_dim), neox)
+    return akunu._testing.device_rope_kv_write(backend, "q8_0", qkv, n_heads, n_kv_heads, head_dim, rope_dim,
+                                               max_seq, position, kvq.inv_freq(rope_dim), neox)
 
 
 @pytest.mark.parametrize("head_dim, rope_dim, neox", [(64, 0, True), (128, 0, False), (32, 0, True), (64, 64, True),
@@ -365,8 +365,8 @@ def test_q8_attention_matches_cpu(head_dim, n_heads, n_kv_heads, window, softcap
     scale = 1.0 / np.sqrt(head_dim)
     for position, rows in ((36, 1), (700, 1), (2998, 1), (0, 70), (900, 130), (2870, 2)):
         q = rng.standard_normal((rows, (n_heads + 2 * n_kv_heads) * head_dim)).astype(np.float32)
-        cpu, cuda = (akunu._core._device_attention(b, "q8_0", q, k_raw, v_raw, n_heads, n_kv_heads, head_dim, max_seq,
-                                             position, scale, window, softcap) for b in ("cpu", "cuda"))
+        cpu, cuda = (akunu._testing.device_attention(b, "q8_0", q, k_raw, v_raw, n_heads, n_kv_heads, head_dim,
+                                                     max_seq, position, scale, window, softcap) for b in ("cpu", "cuda"))
         err = np.abs(cuda - cpu).max()
         assert err < 4e-3 * max(1.0, np.abs(cpu).max()), f"position {position}, rows {rows}: max error {err:.3e}"
 

@@ -63,9 +63,9 @@ def test_mixed_model_greedy_decode_matches_logits(kq_case, akunu_mod, llama_spm_
     path, _ = kq_case("mixed_q4_k_m")
     model = akunu_mod.Model(str(path), backend="cpu")
     ids = model.tokenizer.encode("The lighthouse keeper climbed the spiral stairs")
-    model.reset()
-    first = model.prefill(ids)
-    out = [first] + list(model.chain_decode(first, 15))
+    model._engine.reset()
+    first = model._engine.prefill(ids)
+    out = [first] + list(model._engine.chain_decode(first, 15))
     logits = np.asarray(model.logits(ids + out[:-1]))[len(ids) - 1:]
     # Each decoded token is the argmax of the teacher-forced logits (up to float noise between the
     # M = 1 and M > 1 paths, should two logits nearly tie).

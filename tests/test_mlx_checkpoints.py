@@ -131,7 +131,7 @@ def test_mlx_model_matches_transformers_on_dequantized_weights(name, tmp_path, t
     if name.startswith("q4"):
         assert {d for n, d in dtypes.items() if n.endswith("proj.weight") or "embed" in n or "lm_head" in n} == {"Q4_1"}
         if m.backend == "cpu":  # the CPU repacks Q4_1 at upload: the converted copies are freed
-            assert m.loader_owned_bytes == 0
+            assert m._engine.loader_owned_bytes == 0
     else:
         # 4-bit with bf16 scales of ordinary magnitude: fp16 holds them exactly, so still Q4_1
         assert dtypes["model.layers.1.mlp.up_proj.weight"] == "Q4_1"

@@ -59,14 +59,14 @@ def test_one_model_shared_by_threads(akunu_mod, smollm2):
 
 
 def test_profile_decode_step_labels_every_command(smollm2):
-    smollm2.reset()
-    smollm2.prefill([1, 2, 3])
-    profile = smollm2.profile_decode_step(4)
+    smollm2._engine.reset()
+    smollm2._engine.prefill([1, 2, 3])
+    profile = smollm2._engine.profile_decode_step(4)
     table = smollm2.dispatch_table
     assert [(label, kernel) for label, kernel, _ in profile] == [(c["label"], c["kernel"]) for c in table]
     assert all(ms >= 0 for _, _, ms in profile)
     assert sum(ms for _, _, ms in profile) > 0
-    assert smollm2.position == 4
+    assert smollm2._engine.position == 4
     n_layers = smollm2.config["n_layers"]
     assert sum(1 for label, _, _ in profile if label.endswith(".attention")) == n_layers
 

@@ -57,7 +57,7 @@ def test_safetensors_logits_match_transformers(name, checkpoint, tokens, akunu_m
     assert matrices == {dtype}, matrices
     if m.backend == "cpu":  # zero copy: only the reordered Q/K rows live in the loader's memory
         qk = sum(t[3] for t in m.tensors if t[0].endswith(("q_proj.weight", "k_proj.weight")))
-        assert m.loader_owned_bytes == qk, (m.loader_owned_bytes, qk)
+        assert m._engine.loader_owned_bytes == qk, (m._engine.loader_owned_bytes, qk)
     got = m.logits(tokens)
     assert got.shape == ref.shape and np.isfinite(got).all()
     c = gm.compare_logits(ref, got)

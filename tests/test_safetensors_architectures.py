@@ -89,9 +89,9 @@ def test_decode_table_matches_teacher_forcing(name, checkpoint, tokens, akunu_mo
     path, _ = checkpoint(name)
     m = akunu_mod.Model(str(path), backend="cpu")
     prompt = tokens[:60]
-    first = m.prefill(prompt)
-    gen = [first] + list(m.chain_decode(first, 59))
-    m.reset()
+    first = m._engine.prefill(prompt)
+    gen = [first] + list(m._engine.chain_decode(first, 59))
+    m._engine.reset()
     assert gen == m.logits(prompt + gen[:-1])[len(prompt) - 1:].argmax(-1).tolist()
 
 

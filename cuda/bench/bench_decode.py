@@ -134,21 +134,22 @@ def main():
     ctx = max(4096, max(a.depth, 16) + a.n + a.p + 64)
     m = akunu.Model(str(path), backend=a.backend, context_length=ctx, kv_cache_dtype=a.kv_cache_dtype)
     print(f"loaded on {m.backend} ({m.device_name}) in {time.time() - t0:.1f}s", flush=True)
+    engine = m._engine  # the token-level engine: prefill, chain decode, profiling
 
     prompt = list(np.random.default_rng(1).integers(100, 20000, size=max(a.p, a.depth, 16)))
     prompt = [int(t) for t in prompt]
 
     def tg_once():
-        m.reset()
-        first = m.prefill(prompt[:max(a.depth, 16)])
+        engine.reset()
+        first = engine.prefill(prompt[:max(a.depth, 16)])
         t = time.perf_counter()
-        m.chain_decode(first, a.n)
+        engine.chain_decode(first, a.n)
         return a.n / (time.perf_counter() - t)
 
     def pp_once():
-        m.reset()
+        engine.reset()
         t = time.perf_counter()
-        m.prefill(prompt[:a.p])
+        engine.prefill(prompt[:a.p])
         return a.p / (time.perf_counter() - t)
 
     tg_once(), pp_once()  # warm-up: graph capture, first-touch
@@ -159,7 +160,7 @@ def main():
     print(f"RESULT {a.shape} {a.dtype}{kv} backend={a.backend} tg{a.n}{depth} {statistics.median(tg):.1f} t/s "
           f"(min {min(tg):.1f} max {max(tg):.1f})  pp{a.p} {statistics.median(pp):.1f} t/s", flush=True)
     if a.sampling:
-        kw = {k: (int(v) if k in ("top_k", "seed") else float(v))
+        kw = {k: (int(v) if k in ("top_k", "repeat_last_n", "seed") else float(v))
               for k, v in (item.split("=") for item in a.sampling.split(","))}
         kw.setdefault("seed", 1)
 
@@ -179,9 +180,9 @@ def main():
         print(f"RESULT-SAMPLED {a.shape} {a.dtype} tg{a.n} greedy {g:.1f} t/s, sampled ({a.sampling}) {s_:.1f} t/s "
               f"= {s_ / g:.3f}x; decode steps {[n for _, n in sampled]}", flush=True)
     if a.profile:
-        m.reset()
-        first = m.prefill(prompt[:max(a.depth, 16)])  # the decode step profiled at the test's depth
-        rows = m.profile_decode_step(first)
+        engine.reset()
+        first = engine.prefill(prompt[:max(a.depth, 16)])  # the decode step profiled at the test's depth
+        rows = engine.profile_decode_step(first)
         by_kernel = {}
         for label, kernel, ms in rows:
             by_kernel[kernel] = by_kernel.get(kernel, 0.0) + ms

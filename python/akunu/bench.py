@@ -19,9 +19,9 @@ def _prompt_tokens(model, n: int, seed: int) -> list[int]:
 
 def _fill_context(model, depth: int, seed: int) -> None:
     # llama-bench's -d: `depth` tokens already in the KV cache before the timed test (untimed).
-    model.reset()
+    model._engine.reset()
     if depth > 0:
-        model.prefill(_prompt_tokens(model, depth, seed))
+        model._engine.prefill(_prompt_tokens(model, depth, seed))
 
 
 def measure_pp(model, n_prompt: int, seed: int = 0, depth: int = 0) -> float:
@@ -29,7 +29,7 @@ def measure_pp(model, n_prompt: int, seed: int = 0, depth: int = 0) -> float:
     _fill_context(model, depth, seed + 1_000_003)
     tokens = _prompt_tokens(model, n_prompt, seed)
     t0 = time.perf_counter()
-    model.prefill(tokens)
+    model._engine.prefill(tokens)
     return n_prompt / (time.perf_counter() - t0)
 
 
@@ -39,13 +39,13 @@ def measure_tg(model, n_gen: int, depth: int = 0) -> float:
     if depth > 0:
         _fill_context(model, depth, 7)
     else:
-        model.reset()
-        model.prefill([model.tokenizer.bos_id if model.tokenizer.bos_id >= 0 else 0])
+        model._engine.reset()
+        model._engine.prefill([model.tokenizer.bos_id if model.tokenizer.bos_id >= 0 else 0])
     token = 0
     t0 = time.perf_counter()
     remaining = n_gen
     while remaining > 0:
-        chunk = model.chain_decode(token, remaining)
+        chunk = model._engine.chain_decode(token, remaining)
         remaining -= len(chunk)
         token = chunk[-1]
     return n_gen / (time.perf_counter() - t0)

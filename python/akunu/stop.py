@@ -3,20 +3,13 @@ only as much text as could still turn out to be the start of one."""
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Sequence
 
 
 class StopMatcher:
-    def __init__(self, stop: str | Iterable[str] | None):
-        if stop is None:
-            self.stops: list[str] = []
-        elif isinstance(stop, str):
-            self.stops = [stop]
-        else:
-            self.stops = list(stop)
-        for s in self.stops:
-            if not isinstance(s, str) or not s:
-                raise ValueError(f"stop strings must be non-empty strings, got {s!r}")
+    def __init__(self, stops: Sequence[str]):
+        """`stops`: non-empty strings (SamplingParams.stop, checked there)."""
+        self.stops = list(stops)
         self.held = ""
         self.stopped = False
 

@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backend/cpu/cpu_device.h"
 #include "core/device.h"
@@ -42,6 +43,25 @@ uint64_t cuda_cublas_gemms() {
 #endif
 }
 
+const std::vector<std::string> &built_backends() {
+    static const std::vector<std::string> names = {
+        "cpu",
+#ifdef AKUNU_HAS_CUDA
+        "cuda",
+#endif
+    };
+    return names;
+}
+
+namespace {
+// "'auto', 'cpu', 'cuda'": the names create_device accepts in this build.
+std::string accepted_backends() {
+    std::string out = "'auto'";
+    for (const std::string &name : built_backends()) out += ", '" + name + "'";
+    return out;
+}
+}  // namespace
+
 std::unique_ptr<Device> create_device(const std::string &backend, int threads) {
     if (backend == "cpu") return std::make_unique<cpu::CpuDevice>(threads);
     if (backend == "auto") {
@@ -57,12 +77,10 @@ std::unique_ptr<Device> create_device(const std::string &backend, int threads) {
         return std::make_unique<cuda::CudaDevice>(0);
 #else
         throw UnsupportedError("backend 'cuda' is not available: this build of akunu has no CUDA backend "
-                               "(built without nvcc)");
+                               "(built without nvcc); built in: " + accepted_backends());
 #endif
     }
-    if (backend == "metal")
-        throw UnsupportedError("backend '" + backend + "' is not available in this build of akunu");
-    throw std::invalid_argument("unknown backend '" + backend + "' (expected 'auto', 'cpu', 'cuda' or 'metal')");
+    throw std::invalid_argument("unknown backend '" + backend + "': this build of akunu has " + accepted_backends());
 }
 
 }  // namespace akunu

@@ -1,5 +1,5 @@
 // The Device abstraction: everything the engine needs from a compute backend, and nothing
-// backend-specific. CPU, CUDA and Metal implement it in src/backend/<name>/.
+// backend-specific. CPU and CUDA implement it in src/backend/<name>/.
 //
 // The engine never calls a GPU API. It asks the device for buffers and pipelines (kernels by
 // name), builds DispatchCmds out of them once, and hands whole DispatchTables back to the device
@@ -41,7 +41,7 @@ public:
 
     // --- information ------------------------------------------------------------------
     virtual std::string name() const = 0;          // "AMD EPYC (2 threads)", "NVIDIA H100 80GB HBM3"
-    virtual const char *backend_name() const = 0;  // "cpu", "cuda", "metal"
+    virtual const char *backend_name() const = 0;  // "cpu", "cuda"
     virtual size_t total_memory() const = 0;
     // Every tuning number, derived from what this device is (see chip_config.h).
     virtual ChipConfig chip_config() const = 0;
@@ -86,8 +86,12 @@ public:
     virtual std::vector<double> profile_dispatch_table(const DispatchTable &table, int position) = 0;
 };
 
+// The backends compiled into this build: "cpu", and "cuda" when built with nvcc.
+const std::vector<std::string> &built_backends();
+
 // The best device available: CUDA when built in and a GPU is present, else the CPU.
-// `backend` is "auto", "cpu", "cuda" or "metal"; threads <= 0 means one per core.
+// `backend` is "auto" or one of built_backends() (std::invalid_argument naming them otherwise);
+// threads <= 0 means one per core.
 std::unique_ptr<Device> create_device(const std::string &backend, int threads);
 
 }  // namespace akunu

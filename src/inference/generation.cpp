@@ -14,9 +14,8 @@ using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 }  // namespace
 
-void Model::begin_generation(const std::vector<int32_t> &prompt, int max_tokens, const SamplingConfig &sampling) {
+void Model::begin_generation(const std::vector<int32_t> &prompt, const SamplingConfig &sampling) {
     if (prompt.empty()) throw std::invalid_argument("the prompt is empty");
-    if (max_tokens < 0) throw std::invalid_argument("max_tokens must be >= 0, got " + std::to_string(max_tokens));
     sampling.validate();
     check_tokens(prompt);
     reset();
@@ -24,10 +23,9 @@ void Model::begin_generation(const std::vector<int32_t> &prompt, int max_tokens,
 
     stats_ = GenerationStats{};
     stats_.prompt_tokens = (int)prompt.size();
-    gen_.max_tokens = max_tokens;
     gen_.sampling = sampling;
     gen_.history = prompt;
-    gen_.finished = max_tokens == 0;
+    gen_.finished = sampling.max_tokens == 0;
     gen_.finish_reason = gen_.finished ? "length" : "";
     if (gen_.finished) return;
 
@@ -90,11 +88,11 @@ std::vector<int32_t> Model::next_tokens() {
         gen_.history.push_back(t);
         gen_.generated = 1;
         stats_.generated_tokens = 1;
-        if (gen_.generated >= gen_.max_tokens) finish("length");
+        if (gen_.generated >= gen_.sampling.max_tokens) finish("length");
         return out;
     }
     const int room = kv_.max_length - kv_.current_length;
-    const int n = std::min({chip_.chain_decode_chunk, gen_.max_tokens - gen_.generated, room});
+    const int n = std::min({chip_.chain_decode_chunk, gen_.sampling.max_tokens - gen_.generated, room});
     if (n <= 0) {
         finish("length");
         return out;
@@ -114,7 +112,7 @@ std::vector<int32_t> Model::next_tokens() {
     stats_.generated_tokens = gen_.generated;
     if (!gen_.finished) {
         gen_.next_input = produced.back();
-        if (gen_.generated >= gen_.max_tokens || kv_.current_length >= kv_.max_length) finish("length");
+        if (gen_.generated >= gen_.sampling.max_tokens || kv_.current_length >= kv_.max_length) finish("length");
     }
     return out;
 }

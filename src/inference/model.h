@@ -80,9 +80,10 @@ public:
     std::vector<float> evaluate_logits(const std::vector<int32_t> &tokens);
 
     // --- generation session -------------------------------------------------------------
-    // Resets, prefills the prompt and picks the first token. Throws ContextOverflowError when the
-    // prompt does not fit, std::invalid_argument for bad arguments.
-    void begin_generation(const std::vector<int32_t> &prompt, int max_tokens, const SamplingConfig &sampling);
+    // Resets, prefills the prompt and picks the first token; the session makes at most
+    // sampling.max_tokens tokens. Throws ContextOverflowError when the prompt does not fit,
+    // std::invalid_argument for bad arguments.
+    void begin_generation(const std::vector<int32_t> &prompt, const SamplingConfig &sampling);
     // The next tokens of the session (at most one chain-decode chunk); empty once finished.
     // End-of-generation tokens end the session and are not returned.
     std::vector<int32_t> next_tokens();
@@ -130,7 +131,6 @@ private:
     int table_builds_ = 0;
 
     struct Session {
-        int max_tokens = 0;
         int generated = 0;
         bool finished = true;
         bool first_pending = false;  // the prefill's token has not been returned yet

@@ -1,20 +1,31 @@
 #include "inference/sampler.h"
 
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
 namespace akunu {
 
+namespace {
+std::string show(float x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", (double)x);
+    return buf;
+}
+}  // namespace
+
 void SamplingConfig::validate() const {
+    auto bad = [](const char *rule, const std::string &got) { throw std::invalid_argument(rule + (", got " + got)); };
     if (!(temperature >= 0.f) || !std::isfinite(temperature))
-        throw std::invalid_argument("temperature must be a finite number >= 0, got " + std::to_string(temperature));
-    if (top_k < 0) throw std::invalid_argument("top_k must be >= 0, got " + std::to_string(top_k));
-    if (!(top_p > 0.f && top_p <= 1.f)) throw std::invalid_argument("top_p must be in (0, 1], got " + std::to_string(top_p));
-    if (!(min_p >= 0.f && min_p <= 1.f)) throw std::invalid_argument("min_p must be in [0, 1], got " + std::to_string(min_p));
+        bad("temperature must be a finite number >= 0 (0: greedy)", show(temperature));
+    if (top_k < 0) bad("top_k must be an integer >= 0 (0: off)", std::to_string(top_k));
+    if (!(top_p > 0.f && top_p <= 1.f)) bad("top_p must be in (0, 1] (1: off)", show(top_p));
+    if (!(min_p >= 0.f && min_p <= 1.f)) bad("min_p must be in [0, 1] (0: off)", show(min_p));
     if (!(repeat_penalty > 0.f) || !std::isfinite(repeat_penalty))
-        throw std::invalid_argument("repeat_penalty must be a finite number > 0, got " + std::to_string(repeat_penalty));
-    if (repeat_last_n < 0) throw std::invalid_argument("repeat_last_n must be >= 0");
+        bad("repeat_penalty must be a finite number > 0 (1: off)", show(repeat_penalty));
+    if (repeat_last_n < 0) bad("repeat_last_n must be an integer >= 0", std::to_string(repeat_last_n));
+    if (max_tokens < 0) bad("max_tokens must be an integer >= 0", std::to_string(max_tokens));
 }
 
 SamplingRule SamplingConfig::rule() const {

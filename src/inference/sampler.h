@@ -1,6 +1,8 @@
-// What a caller asks of sampling, and its translation into the rule the devices run
-// (core/sampling_rule.h): repetition penalty, top-k, temperature, min-p, top-p, then a seeded
-// Gumbel-max draw. Same seed, same logits, same token, on every backend.
+// What a caller asks of a generation's tokens (how each is drawn, how many), and its translation
+// into the rule the devices run (core/sampling_rule.h): repetition penalty, top-k, temperature,
+// min-p, top-p, then a seeded Gumbel-max draw. Same seed, same logits, same token, on every backend.
+// Python builds one from akunu.SamplingParams (python/akunu/sampling.py); validate() is the one
+// range check of these settings for both.
 #pragma once
 #include <cstdint>
 
@@ -16,11 +18,12 @@ struct SamplingConfig {
     float repeat_penalty = 1.f;  // 1: off (llama.cpp rule: divide positive logits, multiply negative)
     int repeat_last_n = 64;      // how many recent tokens the penalty looks at
     uint64_t seed = 0;
+    int max_tokens = 128;        // the most tokens a generation produces
 
     bool greedy() const { return temperature <= 0.f; }
     // Greedy with nothing changing the logits: decoded by the argmax table.
     bool plain_greedy() const { return greedy() && repeat_penalty == 1.f; }
-    // Throws std::invalid_argument naming the bad field.
+    // Throws std::invalid_argument naming the bad field and its allowed range.
     void validate() const;
     // The rule's head; recent_count is left 0 for the caller to fill in.
     SamplingRule rule() const;

@@ -1,5 +1,6 @@
-// akunu._core.Model and GenerationStats. The Python package subclasses Model to add the
-// text-level API (generate, stream, chat); everything here works in token ids.
+// akunu._core.Model, SamplingConfig, GenerationStats and built_backends(). akunu.Model
+// (python/akunu/model.py) holds a _core.Model and adds the text-level API (generate, stream,
+// chat); everything here works in token ids.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/shared_ptr.h>
@@ -7,8 +8,8 @@
 #include <nanobind/stl/vector.h>
 
 #include <mutex>
-#include <random>
 
+#include "core/device.h"
 #include "core/dispatch_table.h"
 #include "inference/model.h"
 #include "python/bind_tokenizer.h"
@@ -105,6 +106,41 @@ std::vector<int32_t> to_ids(const std::vector<int64_t> &ids) {
 }  // namespace
 
 void bind_model(nb::module_ &m) {
+    m.def("built_backends", [] { return akunu::built_backends(); },
+          "The backends compiled into this build of akunu: ['cpu'], or ['cpu', 'cuda'] when built with nvcc. "
+          "Model(backend=...) takes one of them or \"auto\".");
+
+    using akunu::SamplingConfig;
+    nb::class_<SamplingConfig>(m, "SamplingConfig",
+                               "The engine's side of akunu.SamplingParams (whose to_core() makes one): checked when "
+                               "made, ValueError naming a setting out of its range.")
+        .def(
+            "__init__",
+            [](SamplingConfig *self, float temperature, int top_k, float top_p, float min_p, float repeat_penalty,
+               int repeat_last_n, uint64_t seed, int max_tokens) {
+                SamplingConfig c;
+                c.temperature = temperature;
+                c.top_k = top_k;
+                c.top_p = top_p;
+                c.min_p = min_p;
+                c.repeat_penalty = repeat_penalty;
+                c.repeat_last_n = repeat_last_n;
+                c.seed = seed;
+                c.max_tokens = max_tokens;
+                c.validate();
+                new (self) SamplingConfig(c);
+            },
+            nb::kw_only(), nb::arg("temperature"), nb::arg("top_k"), nb::arg("top_p"), nb::arg("min_p"),
+            nb::arg("repeat_penalty"), nb::arg("repeat_last_n"), nb::arg("seed"), nb::arg("max_tokens"))
+        .def_ro("temperature", &SamplingConfig::temperature)
+        .def_ro("top_k", &SamplingConfig::top_k)
+        .def_ro("top_p", &SamplingConfig::top_p)
+        .def_ro("min_p", &SamplingConfig::min_p)
+        .def_ro("repeat_penalty", &SamplingConfig::repeat_penalty)
+        .def_ro("repeat_last_n", &SamplingConfig::repeat_last_n)
+        .def_ro("seed", &SamplingConfig::seed)
+        .def_ro("max_tokens", &SamplingConfig::max_tokens);
+
     nb::class_<akunu::GenerationStats>(m, "GenerationStats", "Timing and token counts of the last generation.")
         .def_ro("prompt_tokens", &akunu::GenerationStats::prompt_tokens)
         .def_ro("generated_tokens", &akunu::GenerationStats::generated_tokens)
@@ -219,21 +255,13 @@ void bind_model(nb::module_ &m) {
             "Teacher-forced logits for every position, from a fresh cache: float32 array [len(tokens), vocab].")
         .def(
             "_begin",
-            [](PyModel &s, const std::vector<int64_t> &prompt, int max_tokens, float temperature, int top_k, float top_p,
-               float min_p, float repeat_penalty, nb::object seed) {
-                akunu::SamplingConfig cfg;
-                cfg.temperature = temperature;
-                cfg.top_k = top_k;
-                cfg.top_p = top_p;
-                cfg.min_p = min_p;
-                cfg.repeat_penalty = repeat_penalty;
-                cfg.seed = seed.is_none() ? std::random_device{}() : nb::cast<uint64_t>(seed);
+            [](PyModel &s, const std::vector<int64_t> &prompt, const akunu::SamplingConfig &sampling) {
                 std::vector<int32_t> ids = to_ids(prompt);
                 nb::gil_scoped_release release;
-                s.get()->begin_generation(ids, max_tokens, cfg);
+                s.get()->begin_generation(ids, sampling);
             },
-            nb::arg("prompt"), nb::arg("max_tokens"), nb::arg("temperature"), nb::arg("top_k"), nb::arg("top_p"),
-            nb::arg("min_p"), nb::arg("repeat_penalty"), nb::arg("seed").none())
+            nb::arg("prompt"), nb::arg("sampling"),
+            "Start a generation session (akunu.Model.stream and the like call this); _next_tokens() continues it.")
         .def("_next_tokens", [](PyModel &s) { return s.get()->next_tokens(); }, nb::call_guard<nb::gil_scoped_release>())
         .def_prop_ro("finish_reason", [](PyModel &s) { return s.get()->finish_reason(); })
         .def_prop_ro("tensors", [](PyModel &s) {

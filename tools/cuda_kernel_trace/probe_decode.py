@@ -7,7 +7,7 @@ import akunu
 
 model = akunu.Model(sys.argv[1], backend="cuda", context_length=4096)
 for _ in range(2):
-    model.reset()
-    first = model.prefill(list(range(100, 116)))
-    model.chain_decode(first, 64)
+    model._engine.reset()
+    first = model._engine.prefill(list(range(100, 116)))
+    model._engine.chain_decode(first, 64)
 print("DONE", flush=True)

@@ -8,10 +8,10 @@ import akunu
 model_path, lib_path, out_path = sys.argv[1:4]
 lib = ctypes.CDLL(lib_path)
 m = akunu.Model(model_path, backend="cuda", context_length=4096)
-m.reset()
-m.chain_decode(m.prefill(list(range(100, 116))), 128)
+m._engine.reset()
+m._engine.chain_decode(m._engine.prefill(list(range(100, 116))), 128)
 assert lib.ktrace_start() == 0, "CUPTI activity tracing could not start"
 for _ in range(2):
-    m.reset()
-    m.chain_decode(m.prefill(list(range(100, 116))), 128)
+    m._engine.reset()
+    m._engine.chain_decode(m._engine.prefill(list(range(100, 116))), 128)
 assert lib.ktrace_stop(out_path.encode()) == 0

@@ -81,12 +81,12 @@ __global__ void __launch_bounds__(kThreads)
     const auto stage_chunk = [&](uint32_t c0, uint32_t n) {
         for (uint32_t i = tid; i < n * (hd / 8); i += kThreads) {
             const uint32_t j = i / (hd / 8), d = 8 * (i % (hd / 8));
-            cp_async16(k_s + j * hd + d, K + (size_t)(c0 + j) * hd + d, 16);
+            cp_async16(k_s + j * hd + d, K + (size_t)kv_cache_row(c0 + j, p.max_seq) * hd + d, 16);
         }
         cp_async_commit();
         for (uint32_t i = tid; i < n * (hd / 8); i += kThreads) {
             const uint32_t j = i / (hd / 8), d = 8 * (i % (hd / 8));
-            cp_async16(v_s + j * hd + d, V + (size_t)(c0 + j) * hd + d, 16);
+            cp_async16(v_s + j * hd + d, V + (size_t)kv_cache_row(c0 + j, p.max_seq) * hd + d, 16);
         }
         cp_async_commit();
     };

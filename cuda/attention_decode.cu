@@ -211,8 +211,9 @@ __global__ void __launch_bounds__(kWarps * 32)
         for (int b = 0; b < kB; ++b) {
             const uint32_t j = j0 + (uint32_t)b * kWarps;
             st.valid[b] = j < cache_end;
-            st.k[b] = load_slice<kDpl>(K + (size_t)j * hd, st.valid[b] && lane_has_dims);
-            st.v[b] = load_slice<kDpl>(V + (size_t)j * hd, st.valid[b] && lane_has_dims);
+            const size_t row = kv_cache_row(j, p.max_seq);
+            st.k[b] = load_slice<kDpl>(K + row * hd, st.valid[b] && lane_has_dims);
+            st.v[b] = load_slice<kDpl>(V + row * hd, st.valid[b] && lane_has_dims);
         }
     };
     const uint32_t j_first = k_begin + warp;
@@ -248,7 +249,7 @@ __global__ void __launch_bounds__(kWarps * 32)
                 own_v[0].w[i] = *reinterpret_cast<const uint32_t *>(&vh);
             }
             if (h % group == 0 && lane_has_dims) {  // one block per KV head appends the cache row
-                const size_t row = head_base + (size_t)(n_ctx - 1) * hd + d0;
+                const size_t row = head_base + (size_t)kv_cache_row(n_ctx - 1, p.max_seq) * hd + d0;
 #pragma unroll
                 for (int i = 0; i < kDpl / 2; ++i) {
                     reinterpret_cast<uint32_t *>(k_cache + row)[i] = own_k[0].w[i];

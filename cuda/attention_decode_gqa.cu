@@ -120,7 +120,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     // F16 cache: this head's rows; Q8_0: the layer's planes.
     __half *K = static_cast<__half *>(k_cache) + head_base, *V = static_cast<__half *>(v_cache) + head_base;
     const Q8Planes Kq(k_cache, p.n_kv_heads, p.max_seq, HD), Vq(v_cache, p.n_kv_heads, p.max_seq, HD);
-    const auto row_of = [&](uint32_t pos) { return pos % p.max_seq; };  // a window's ring
+    const auto row_of = [&](uint32_t pos) { return kv_cache_row(pos, p.max_seq); };
 
     // Chunk c (keys k_begin + 64c on) into its ring buffer, one commit group per chunk (an empty
     // group past the split's end, so that every thread counts the same groups).

@@ -63,7 +63,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     const __half *K = static_cast<const __half *>(k_cache) + head_base, *V = static_cast<const __half *>(v_cache) + head_base;
     const Q8Planes Kq(const_cast<void *>(k_cache), p.n_kv_heads, p.max_seq, HD),
         Vq(const_cast<void *>(v_cache), p.n_kv_heads, p.max_seq, HD);
-    const auto row_of = [&](uint32_t pos) { return pos % p.max_seq; };  // a window's ring
+    const auto row_of = [&](uint32_t pos) { return kv_cache_row(pos, p.max_seq); };
 
     // The tile's q rows, scaled, as two f16 A fragments: q = hi + lo (staged through the last tile).
     // One f16 alone would put its rounding (2^-11 relative) into every score before the softmax

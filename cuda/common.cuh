@@ -125,6 +125,12 @@ __device__ __forceinline__ uint32_t resolve_kv_len(uint32_t from_params, const P
     return patches_kv_len(pc.patch) ? *pc.base_position + pc.token_index + 1 : from_params;
 }
 
+// The KV-cache row of a position: a sliding-window layer's cache is a ring of max_seq rows
+// (core/kv_cache.h); every other layer's positions stay below max_seq, and pay no division.
+__device__ __forceinline__ uint32_t kv_cache_row(uint32_t position, uint32_t max_seq) {
+    return position < max_seq ? position : position % max_seq;
+}
+
 // --- device: reductions -----------------------------------------------------------------
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll

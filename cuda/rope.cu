@@ -37,7 +37,7 @@ __global__ void rope_kv_kernel(float *__restrict__ qkv, __half *__restrict__ k_c
         v[i0] = x0;
         v[i1] = x1;
         if (is_k) {
-            const size_t dst = ((size_t)(head - p.n_heads) * p.max_seq + pos) * p.head_dim;
+            const size_t dst = ((size_t)(head - p.n_heads) * p.max_seq + kv_cache_row(pos, p.max_seq)) * p.head_dim;
             k_cache[dst + i0] = __float2half_rn(x0);
             k_cache[dst + i1] = __float2half_rn(x1);
         }
@@ -45,7 +45,7 @@ __global__ void rope_kv_kernel(float *__restrict__ qkv, __half *__restrict__ k_c
     const uint32_t tail = p.head_dim - p.rope_dim;  // un-rotated K dims
     for (uint32_t t = t0; t < kv_dim; t += stride) {
         const uint32_t h = t / p.head_dim, d = t % p.head_dim;
-        const size_t dst = ((size_t)h * p.max_seq + pos) * p.head_dim + d;
+        const size_t dst = ((size_t)h * p.max_seq + kv_cache_row(pos, p.max_seq)) * p.head_dim + d;
         v_cache[dst] = __float2half_rn(row[q_dim + kv_dim + t]);
         if (tail && d >= p.rope_dim) k_cache[dst] = __float2half_rn(row[q_dim + t]);
     }
@@ -89,7 +89,7 @@ __global__ void rope_kv_q8_kernel(float *__restrict__ qkv, void *__restrict__ k_
     }
     if (head < p.n_heads) return;
     const bool is_k = head < p.n_heads + p.n_kv_heads;
-    const uint32_t kv_head = head - p.n_heads - (is_k ? 0 : p.n_kv_heads), row = pos % p.max_seq;
+    const uint32_t kv_head = head - p.n_heads - (is_k ? 0 : p.n_kv_heads), row = kv_cache_row(pos, p.max_seq);
     const Q8Planes planes(is_k ? k_cache : v_cache, p.n_kv_heads, p.max_seq, hd);
     int8_t *q = planes.row_values(kv_head, row, p.max_seq, hd);
     __half *d = planes.row_scales(kv_head, row, p.max_seq, hd);

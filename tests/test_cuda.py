@@ -307,6 +307,42 @@ def test_gqa_decode_attention_archs_match_cpu(name, gguf_dir, monkeypatch):
     assert_long_decode_matches(cpu, cuda, n_ctx=600, steps=16)
 
 
+# ------------------------------------------------------------------ sliding-window rings
+# A sliding-window layer's cache is a ring of window + the most rows one pass writes (ChipConfig::
+# for_gpu's prefill chunk, 2048; the CPU's 512), position p at row p % ring (cuda/common.cuh's
+# kv_cache_row in every kernel that touches the cache; docs/adr/0013-sliding-window-kv-ring.md).
+
+CUDA_RING_EXTRA_ROWS = 2048
+
+
+@pytest.mark.parametrize("name", ["mistral_hd64", "gemma2_hd64"])
+def test_sliding_layers_hold_a_ring_on_cuda(name, gguf_dir):
+    path, _ = gm.build_arch_gguf(GQA_ARCH[name], gguf_dir)
+    model = akunu.Model(str(path), backend="cuda", context_length=4096)
+    cfg = model.config
+    local = sum(1 for s in cfg["sliding_layers"] if s)
+    assert cfg["sliding_window"] and local, cfg
+    rows = (cfg["n_layers"] - local) * 4096 + local * (cfg["sliding_window"] + CUDA_RING_EXTRA_ROWS)
+    assert model.kv_cache_bytes == rows * 2 * cfg["n_kv_heads"] * cfg["head_dim"] * 2
+
+
+@pytest.mark.parametrize("name, kv_cache_dtype, attn_long", [("mistral_hd64", "f16", "1024"),
+                                                             ("mistral_hd64", "f16", "0"),
+                                                             ("gemma2_hd64", "f16", "1024"),
+                                                             ("gemma2_hd64", "f16", "0"),
+                                                             ("mistral_hd64", "q8_0", "1024")])
+def test_wrapped_ring_matches_cpu(name, kv_cache_dtype, attn_long, gguf_dir, monkeypatch):
+    """2600 positions wrap the CUDA ring once (its second prefill chunk writes across the wrap) and
+    the CPU's four times; decode then reads windows that straddle the wrap, on the tensor-core
+    kernel (from 1024 keys by default) or the per-query-head one (AKUNU_CUDA_ATTN_LONG=0), over the
+    F16 or the Q8_0 cache."""
+    monkeypatch.setenv("AKUNU_CUDA_ATTN_LONG", attn_long)
+    path, _ = gm.build_arch_gguf(GQA_ARCH[name], gguf_dir)
+    cpu, cuda = (akunu.Model(str(path), backend=b, context_length=4096, kv_cache_dtype=kv_cache_dtype)
+                 for b in ("cpu", "cuda"))
+    assert_long_decode_matches(cpu, cuda, n_ctx=2600, steps=16)
+
+
 # ------------------------------------------------------------------ the Q8_0 KV cache
 # kv_cache_dtype="q8_0" on CUDA (cuda/kv_cache_q8.cuh): the RoPE + KV-write kernels quantize as the
 # CPU does (tests/test_kv_cache_dtype.py holds the CPU to gguf-py's Q8_0 byte for byte), the

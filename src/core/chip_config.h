@@ -29,8 +29,8 @@ struct ChipConfig {
     // smaller gives a streaming user text sooner.
     int chain_decode_chunk = 16;
     // Sliding-window layers keep a ring of (window + the most rows a pass writes) rows in the KV
-    // cache, not the whole context (KVCache::layer_length). Only for backends whose KV kernels
-    // address rows as position % max_seq (the CPU's; CUDA's read row = position).
+    // cache, not the whole context (KVCache::layer_length). For backends whose KV kernels address
+    // rows as position % max_seq (the CPU's and CUDA's).
     bool windowed_kv_cache = false;
     // Shapes the backend's kernels read a Q8_0 KV cache in: these head sizes (empty: every multiple
     // of 32) and at most this many query heads per KV head (0: any). A GPU reads it only in its

@@ -13,7 +13,8 @@
 // online softmax (scores S = Q K^T, then P V with P's accumulator fragments as the next A
 // fragments). At the end the warps' states merge in shared memory into the split's (m, l, acc) per
 // head, and the last split of a KV head to finish merges the splits: each split's weight per head
-// first (a lane per split), then the outputs with vector loads of every split's accumulators.
+// first (a lane per split, two when there are more than 32), then the outputs with vector loads
+// of every split's accumulators.
 //
 // The Q8_0 cache (kv_cache_dtype "q8_0"): the ring stages the chunks' int8 values and scales (half
 // the bytes), and each chunk is dequantized into one f16 tile that the same mma loops read
@@ -36,7 +37,10 @@ namespace {
 constexpr int kWarps = 4;
 constexpr int kRows = 16;                   // query heads of a group, padded: the mma's rows
 constexpr int kChunkKeys = 16 * kWarps;     // keys staged per step: 16 per warp
-constexpr uint32_t kMaxSplits = 32;
+// Most splits per KV head: as many as fill the GPU for models of few KV heads (the Llama-3.2-1B
+// shape's 8 at head_dim 64 fill an H200 at ~50), two per lane in the merge.
+constexpr uint32_t kMaxSplits = 64;
+constexpr uint32_t kSplitsPerLane = kMaxSplits / 32;
 // Fewest keys per split: four chunks, so that a split's loads overlap its work.
 constexpr uint32_t kMinKeysPerSplit = 4 * kChunkKeys;
 
@@ -83,7 +87,7 @@ constexpr bool smem_holds_its_phases() {
     using S = Smem<HD, kQ8>;
     return sizeof(typename S::Prologue) <= sizeof(S::ks[0]) &&
            S::kTileBytes >= kWarps * kRows * (HD + 2) * sizeof(float) &&  // the warps' states
-           S::kTileBytes >= kRows * (32 + HD) * sizeof(float);           // the merge's weights and outputs
+           S::kTileBytes >= kRows * (kMaxSplits + HD) * sizeof(float);   // the merge's weights and outputs
 }
 static_assert(smem_holds_its_phases<64, false>() && smem_holds_its_phases<128, false>() &&
                   smem_holds_its_phases<64, true>() && smem_holds_its_phases<128, true>(),
@@ -187,30 +191,29 @@ __global__ void __launch_bounds__(kWarps * 32)
     // The token's own key and value (RoPE variant): the block holding the context's last key
     // appends them to the cache; it stages them like any other row below.
     if constexpr (kRope) {
-        if (k_end == n_ctx && n_ctx == position + 1 && warp == 0) {
+        if (k_end == n_ctx && n_ctx == position + 1) {
             const uint32_t q_dim = p.n_heads * HD, kv_dim = p.n_kv_heads * HD;
-            float k_own[kDpl];
-            rotate_head<Pairs, kDpl>(k_own, q_all + q_dim + kv_head * HD, ri.k_norm, ri, cs, HD, 1.f, pro.stash[0]);
-            const float *v_head = q_all + q_dim + kv_dim + kv_head * HD;
+            const float *k_head = q_all + q_dim + kv_head * HD, *v_head = k_head + kv_dim;
             const uint32_t row = row_of(n_ctx - 1);
-            if constexpr (kQ8) {  // a block of 32 dims per step, lane i holding dim i
-                float *k_rot = pro.stash[0];
+            float x[kDpl];
+            if constexpr (kQ8) {  // K by warp 0, V by warp 1, each a row's blocks at once
+                if (warp == 0) {
+                    rotate_head<Pairs, kDpl>(x, k_head, ri.k_norm, ri, cs, HD, 1.f, pro.stash[0]);
+                    quantize_row_q8_warp<kDpl>(x, Kq.row_values(kv_head, row, p.max_seq, HD),
+                                               Kq.row_scales(kv_head, row, p.max_seq, HD));
+                } else if (warp == 1) {
 #pragma unroll
-                for (int i = 0; i < kDpl; ++i) k_rot[lane * kDpl + i] = k_own[i];
-                __syncwarp();
-                int8_t *kq = Kq.row_values(kv_head, row, p.max_seq, HD), *vq = Vq.row_values(kv_head, row, p.max_seq, HD);
-                __half *kd = Kq.row_scales(kv_head, row, p.max_seq, HD), *vd = Vq.row_scales(kv_head, row, p.max_seq, HD);
-#pragma unroll
-                for (int b = 0; b < HD / 32; ++b) {
-                    quantize_block_q8_warp(k_rot[32 * b + lane], kq + 32 * b, kd + b);
-                    quantize_block_q8_warp(v_head[32 * b + lane], vq + 32 * b, vd + b);
+                    for (int i = 0; i < kDpl; ++i) x[i] = v_head[lane * kDpl + i];
+                    quantize_row_q8_warp<kDpl>(x, Vq.row_values(kv_head, row, p.max_seq, HD),
+                                               Vq.row_scales(kv_head, row, p.max_seq, HD));
                 }
-            } else {
+            } else if (warp == 0) {
+                rotate_head<Pairs, kDpl>(x, k_head, ri.k_norm, ri, cs, HD, 1.f, pro.stash[0]);
                 const float *v_src = v_head + lane * kDpl;
                 const size_t dst = (size_t)row * HD + lane * kDpl;
 #pragma unroll
                 for (int i = 0; i < kDpl; i += 2) {
-                    *reinterpret_cast<__half2 *>(K + dst + i) = __floats2half2_rn(k_own[i], k_own[i + 1]);
+                    *reinterpret_cast<__half2 *>(K + dst + i) = __floats2half2_rn(x[i], x[i + 1]);
                     *reinterpret_cast<__half2 *>(V + dst + i) = __floats2half2_rn(v_src[i], v_src[i + 1]);
                 }
             }
@@ -353,21 +356,31 @@ __global__ void __launch_bounds__(kWarps * 32)
     }
     __syncthreads();
     if (!is_last) return;
-    // Each head's split weights w_s = e^(m_s - M) / sum_s l_s e^(m_s - M): a warp per head, a lane
-    // per split (active <= 32); then out = sum_s w_s acc_s, four dims per thread and load, every
-    // split's load in flight at once. The states area is free: it takes the weights, then the
-    // outputs for the quantized hand-off.
-    static_assert(kMaxSplits <= 32, "a lane per split");
-    float *w = states;                 // [kRows][32]
-    float *merged = states + kRows * 32;  // [group * HD]
+    // Each head's split weights w_s = e^(m_s - M) / sum_s l_s e^(m_s - M): a warp per head, splits
+    // lane, lane + 32 (active <= 64); then out = sum_s w_s acc_s, four dims per thread and load,
+    // every split's load in flight at once. The states area is free: it takes the weights, then
+    // the outputs for the quantized hand-off.
+    float *w = states;                            // [kRows][kMaxSplits]
+    float *merged = states + kRows * kMaxSplits;  // [group * HD]
     for (uint32_t r = warp; r < group; r += kWarps) {
-        const uint32_t hs = (head0 + r) * n_splits + lane;
-        const float m_s = lane < active ? __ldcg(part_ml + 2 * hs) : -INFINITY;
-        const float l_s = lane < active ? __ldcg(part_ml + 2 * hs + 1) : 0.f;
-        const float M = warp_max(l_s > 0.f ? m_s : -INFINITY);  // empty splits weigh nothing
-        const float e = l_s > 0.f ? exp2f((m_s - M) * kLog2e) : 0.f;
-        const float L = warp_sum(l_s * e);
-        w[r * 32 + lane] = e / L;
+        float m_s[kSplitsPerLane], l_s[kSplitsPerLane], M = -INFINITY;
+#pragma unroll
+        for (uint32_t j = 0; j < kSplitsPerLane; ++j) {
+            const uint32_t s = lane + 32 * j, hs = (head0 + r) * n_splits + s;
+            m_s[j] = s < active ? __ldcg(part_ml + 2 * hs) : -INFINITY;
+            l_s[j] = s < active ? __ldcg(part_ml + 2 * hs + 1) : 0.f;
+            M = fmaxf(M, l_s[j] > 0.f ? m_s[j] : -INFINITY);  // empty splits weigh nothing
+        }
+        M = warp_max(M);
+        float e[kSplitsPerLane], le = 0.f;
+#pragma unroll
+        for (uint32_t j = 0; j < kSplitsPerLane; ++j) {
+            e[j] = l_s[j] > 0.f ? exp2f((m_s[j] - M) * kLog2e) : 0.f;
+            le = fmaf(l_s[j], e[j], le);
+        }
+        const float L = warp_sum(le);
+#pragma unroll
+        for (uint32_t j = 0; j < kSplitsPerLane; ++j) w[r * kMaxSplits + lane + 32 * j] = e[j] / L;
     }
     __syncthreads();
     for (uint32_t i = tid; i < group * HD / 4; i += kWarps * 32) {
@@ -377,7 +390,7 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll 16
         for (uint32_t s = 0; s < active; ++s) {
             const float4 a = __ldcg(acc + (size_t)s * (HD / 4));
-            const float ws = w[r * 32 + s];
+            const float ws = w[r * kMaxSplits + s];
             o4.x = fmaf(ws, a.x, o4.x);
             o4.y = fmaf(ws, a.y, o4.y);
             o4.z = fmaf(ws, a.z, o4.z);

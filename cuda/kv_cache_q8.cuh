@@ -55,6 +55,31 @@ __device__ __forceinline__ void quantize_block_q8_warp(float x, int8_t *q, __hal
     if ((threadIdx.x & 31) == 0) *scale = __float2half_rn(d);
 }
 
+// A warp holding a row of 32 * kDpl dims, kDpl consecutive ones per lane, quantizes it into q
+// (its int8 values) and scales (one per 32 dims): every block at once, a block's amax reduced over
+// its 32 / kDpl lanes. The same bytes as quantize_kv_block_q8 (a maximum does not depend on order).
+template <int kDpl>
+__device__ __forceinline__ void quantize_row_q8_warp(const float (&x)[kDpl], int8_t *q, __half *scales) {
+    static_assert(kDpl == 2 || kDpl == 4, "a lane's values are one 2- or 4-byte store");
+    constexpr uint32_t kLanes = 32 / kDpl;  // lanes per block
+    float amax = 0.f;
+#pragma unroll
+    for (int i = 0; i < kDpl; ++i) amax = fmaxf(amax, fabsf(x[i]));
+#pragma unroll
+    for (uint32_t o = 1; o < kLanes; o <<= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    const float d = __fdiv_rn(amax, 127.f);
+    const float id = d != 0.f ? __fdiv_rn(1.f, d) : 0.f;
+    const uint32_t lane = threadIdx.x & 31;
+    uint32_t packed = 0;
+#pragma unroll
+    for (int i = 0; i < kDpl; ++i) packed |= ((uint32_t)(uint8_t)(int8_t)roundf(__fmul_rn(x[i], id))) << (8 * i);
+    if constexpr (kDpl == 4)
+        reinterpret_cast<uint32_t *>(q)[lane] = packed;
+    else
+        reinterpret_cast<uint16_t *>(q)[lane] = (uint16_t)packed;
+    if (lane % kLanes == 0) scales[lane / kLanes] = __float2half_rn(d);
+}
+
 // 16 int8 values times their block's scale into 16 halves (two 16-byte stores). The bytes become
 // halves without a conversion instruction (those run at a quarter rate): x + 128 in a half's
 // mantissa is the half 1024 + 128 + x, exact, then one subtraction and the scale's multiply.

@@ -285,6 +285,16 @@ def test_gqa_decode_attention_many_splits_match_cpu(gguf_dir, monkeypatch):
     assert_long_decode_matches(cpu, cuda, n_ctx=4400, steps=8)
 
 
+@pytest.mark.parametrize("kv_cache_dtype", ["f16", "q8_0"])
+def test_gqa_decode_attention_over_32_splits_match_cpu(kv_cache_dtype, gguf_dir):
+    """One KV head at 9000 keys: 35 splits of 256 keys (two per lane in the merge of the split
+    weights), with the F16 and the Q8_0 cache."""
+    path, _ = gm.build_tiny_gguf(SPECS["q8_0_hd128"], gguf_dir)
+    cpu, cuda = (akunu.Model(str(path), backend=b, context_length=9216, kv_cache_dtype=kv_cache_dtype)
+                 for b in ("cpu", "cuda"))
+    assert_long_decode_matches(cpu, cuda, n_ctx=9000, steps=6)
+
+
 # Other architectures at head_dim 64: QK-norm and NeoX RoPE (Qwen3, a group of 4), score soft-capping
 # and sliding windows (Gemma 2, Mistral), decoded past the window on the tensor-core kernel. (The tiny
 # Gemma 2 greedy-decodes one token over and over, so its case shows little beyond the kernel running

@@ -97,7 +97,7 @@ def cache_dir() -> Path:
 
 # The tests' data locations are the single source of truth (tests/paths.py).
 sys.path.insert(0, str(REPO / "tests"))
-from gguf_models import llama3_rope_factors  # noqa: E402  (one definition, shared with the tests)
+from gguf_writer import llama3_rope_factors  # noqa: E402  (one definition, shared with the tests)
 from paths import smollm2_path, tokenizer_testdata  # noqa: E402
 
 

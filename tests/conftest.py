@@ -43,21 +43,22 @@ def smollm2(akunu_mod, smollm2_path):
 @pytest.fixture(scope="session")
 def smollm2_tokenizer_ref(smollm2_path):
     """transformers tokenizer read from the SmolLM2 GGUF (independent of akunu)."""
-    from gguf_models import reference_tokenizer
+    from references import reference_tokenizer
 
     return reference_tokenizer(smollm2_path.parent, smollm2_path.name)
 
 
 @pytest.fixture(scope="session")
 def tiny_gguf(gguf_dir):
-    """Factory: name in gguf_models.SPECS -> (path, original HF model); built once per session."""
-    import gguf_models
+    """Factory: name in tiny_models.LLAMA_SPECS -> (path, original HF model); built once per session."""
+    import gguf_writer
+    import tiny_models
 
     cache: dict = {}
 
     def get(name: str):
         if name not in cache:
-            cache[name] = gguf_models.build_tiny_gguf(gguf_models.SPECS[name], gguf_dir)
+            cache[name] = gguf_writer.build_gguf(tiny_models.LLAMA_SPECS[name], gguf_dir)
         return cache[name]
 
     return get
@@ -65,7 +66,8 @@ def tiny_gguf(gguf_dir):
 
 @pytest.fixture(scope="session")
 def llama_spm_tokenizer_ref():
-    from gguf_models import TOKENIZER_DIR, VOCAB_GGUF, reference_tokenizer
+    from gguf_writer import TOKENIZER_DIR, VOCAB_GGUF
+    from references import reference_tokenizer
 
     return reference_tokenizer(TOKENIZER_DIR, VOCAB_GGUF.name)
 
@@ -81,8 +83,8 @@ def tokenizer_dir(tmp_path_factory, llama_spm_tokenizer_ref):
 
 @pytest.fixture(scope="session")
 def varied_ids(llama_spm_tokenizer_ref):
-    """256-320 teacher-forcing tokens of gguf_models.VARIED_TEXT in the llama-spm vocabulary."""
-    from gguf_models import varied_tokens
+    """256-320 teacher-forcing tokens of references.VARIED_TEXT in the llama-spm vocabulary."""
+    from references import varied_tokens
 
     ids = varied_tokens(llama_spm_tokenizer_ref)
     assert len(ids) >= 256

@@ -19,6 +19,8 @@ import numpy as np
 import gguf
 from gguf import GGMLQuantizationType as QT
 
+import tiny_models as tm
+
 IQ4_VALUES = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113], dtype=np.float32)
 
 
@@ -183,8 +185,8 @@ def quantize(x: np.ndarray, qtype: QT) -> np.ndarray:
 # tiny GGUF models
 # --------------------------------------------------------------------------------------
 
-# gguf_models' TinySpec fields: every matrix dimension a multiple of 256 (the superblock).
-# (gguf_models is imported lazily: it needs the tokenizer test data, the quantizers above do not.)
+# Llama spec fields (tiny_models.ArchSpec): every matrix dimension a multiple of 256 (the superblock).
+# (gguf_writer is imported lazily: it needs the tokenizer test data, the quantizers above do not.)
 KQ_SHAPE = dict(hidden=256, n_heads=4, n_kv_heads=2, head_dim=64, ffn=512, n_layers=2)
 
 # A llama.cpp Q4_K_M-style mix: Q4_K matrices, Q6_K for attn_v / ffn_down / output, and the
@@ -216,9 +218,8 @@ class KQuantCase:
 
     @property
     def spec(self):
-        import gguf_models as gm
-
-        return gm.TinySpec(self.name, dtype="F32", tied=self.tied, seed=self.seed, **KQ_SHAPE, **self.spec_overrides)
+        return tm.family_spec("llama", self.name, dtype="F32", tied=self.tied, seed=self.seed, **KQ_SHAPE,
+                              **self.spec_overrides)
 
     def matrix_dtype(self, tensor_name: str) -> QT:
         if isinstance(self.dtype, str):
@@ -239,25 +240,25 @@ CASES = {c.name: c for c in [
 
 
 def write_case_gguf(path: Path, case: KQuantCase, tensors: dict[str, np.ndarray]) -> Path:
-    """gguf_models.write_gguf, with each 2-D tensor quantized to case.matrix_dtype(name) by quantize()."""
-    import gguf_models as gm
+    """gguf_writer.write_gguf, with each 2-D tensor quantized to case.matrix_dtype(name) by quantize()."""
+    import gguf_writer as gw
 
     mixed = {name: case.matrix_dtype(name) for name, arr in tensors.items() if np.ndim(arr) == 2}
-    return gm.write_gguf(path, case.spec, tensors, dtype_override=mixed, quantize=quantize,
+    return gw.write_gguf(path, case.spec, tensors, dtype_override=mixed, quantize=quantize,
                          file_type=gguf.LlamaFileType.MOSTLY_Q4_K_M)
 
 
 def build_case_gguf(case: KQuantCase, out_dir: Path):
     """Create (or reuse) the GGUF of ``case``; returns (path, original HF model)."""
-    import gguf_models as gm
+    import gguf_writer as gw
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     spec = case.spec
-    model = gm.make_hf_model(spec, gm.vocab_size_of())
+    model = tm.make_hf_model(spec, gw.vocab_size_of())
     path = out_dir / f"tiny-kq-{case.name}.gguf"
     if not path.exists():
         tmp = path.with_suffix(".tmp")
-        write_case_gguf(tmp, case, gm.gguf_tensors_from_hf(model, spec))
+        write_case_gguf(tmp, case, gw.gguf_tensors_from_hf(model, spec))
         os.replace(tmp, path)
     return path, model

@@ -2,7 +2,7 @@
 itself (save_pretrained) or, for MLX, by an MLX-style quantizer written here from MLX's
 documented affine formula.
 
-* ``save_checkpoint``: a random ``LlamaForCausalLM`` (gguf_models.make_hf_model) saved with
+* ``save_checkpoint``: a random ``LlamaForCausalLM`` (tiny_models.make_hf_model) saved with
   ``save_pretrained(safe_serialization=True)`` in F32/F16/BF16, optionally sharded, plus the
   tokenizer files transformers exports for the llama-spm test vocabulary (tokenizer.json built
   from the GGUF vocab, no network).
@@ -12,7 +12,7 @@ documented affine formula.
   bias = edge), q = clip(round((w - bias) / scale), 0, 2^bits - 1), value = scale * q + bias.
   Values are packed into each row's little-endian bit stream (element 0 in the lowest bits, 3-
   and 6-bit values straddling bytes and uint32 words), stored as uint32.
-* ``save_arch_checkpoint``: the same for the other families (gguf_models.ArchSpec recipes),
+* ``save_arch_checkpoint``: the same for the other families (tiny_models.ArchSpec recipes),
   with ``load_reference`` (transformers float32, eager attention) as the reference.
 * ``save_mlx_checkpoint``: an mlx-community style directory (config.json with "quantization",
   ``weight``/``scales``/``biases`` per quantized Linear and the embedding) and the float32
@@ -27,7 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-import gguf_models as gm
+import gguf_writer as gw
+import references as rf
+import tiny_models as tm
 
 # --------------------------------------------------------------------------------------
 # tokenizer files
@@ -43,12 +45,12 @@ LLAMA2_CHAT_TEMPLATE = (
 
 @lru_cache(maxsize=1)
 def vocab_size() -> int:
-    return gm.vocab_size_of()  # reading the GGUF vocab takes seconds: once per session
+    return gw.vocab_size_of()  # reading the GGUF vocab takes seconds: once per session
 
 
 def export_tokenizer(out_dir: Path, tok, chat_template: str | None = LLAMA2_CHAT_TEMPLATE) -> Path:
     """tokenizer.json + tokenizer_config.json of `tok`, a transformers tokenizer (the tests build
-    theirs from the GGUF test vocabularies: gguf_models.reference_tokenizer)."""
+    theirs from the GGUF test vocabularies: references.reference_tokenizer)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     tok.save_pretrained(str(out_dir))
@@ -73,7 +75,7 @@ def copy_tokenizer(src: Path, dst: Path) -> None:
 TORCH_DTYPES = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
 
 
-def save_checkpoint(spec: gm.TinySpec, out_dir: Path, tokenizer_dir: Path, dtype: str = "F32",
+def save_checkpoint(spec: tm.ArchSpec, out_dir: Path, tokenizer_dir: Path, dtype: str = "F32",
                     max_shard_size: str | None = None, vocab: int | None = None):
     """Save a random tiny Llama as a Hugging Face checkpoint (`vocab`: embedding rows, default the
     tokenizer's); returns (dir, the float32 reference model holding exactly the stored weights)."""
@@ -81,7 +83,7 @@ def save_checkpoint(spec: gm.TinySpec, out_dir: Path, tokenizer_dir: Path, dtype
     from transformers import AutoModelForCausalLM
 
     out_dir = Path(out_dir)
-    model = gm.make_hf_model(spec, vocab or vocab_size())
+    model = tm.make_hf_model(spec, vocab or vocab_size())
     stored = model.to(getattr(torch, TORCH_DTYPES[dtype]))
     kwargs = {"safe_serialization": True}
     if max_shard_size:
@@ -133,20 +135,18 @@ def mlx_pack(q: np.ndarray, bits: int) -> np.ndarray:
     return packed_bytes.view("<u4").reshape(rows, cols * bits // 32)
 
 
-def save_mlx_checkpoint(spec: gm.TinySpec, out_dir: Path, tokenizer_dir: Path, bits: int, group_size: int,
+def save_mlx_checkpoint(spec: tm.ArchSpec, out_dir: Path, tokenizer_dir: Path, bits: int, group_size: int,
                         scale_dtype: str = "F16", overrides: dict | None = None):
-    """An mlx-community style checkpoint of a random tiny Llama (or, for a gguf_models.ArchSpec,
-    of its family); every Linear and the embedding are quantized, vectors (norms, biases) stay
-    float (`overrides`: module path -> {"bits", "group_size"} as MLX writes per-layer mixes).
+    """An mlx-community style checkpoint of a random tiny model of ``spec.family``; every Linear and
+    the embedding are quantized, vectors (norms, biases) stay float (`overrides`: module path ->
+    {"bits", "group_size"} as MLX writes per-layer mixes).
     Returns (dir, reference float32 transformers model holding the dequantized weights)."""
     import torch
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     overrides = overrides or {}
-    family = isinstance(spec, gm.ArchSpec)
-    make_model = gm.make_arch_hf_model if family else gm.make_hf_model
-    model = make_model(spec, vocab_size())
+    model = tm.make_hf_model(spec, vocab_size())
     state = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
     if spec.tied:
         state.pop("lm_head.weight", None)
@@ -172,7 +172,7 @@ def save_mlx_checkpoint(spec: gm.TinySpec, out_dir: Path, tokenizer_dir: Path, b
         tensors[name] = ("U32", list(packed.shape), packed.astype("<u4").tobytes())
         dequantized[name] = mlx_dequantize(q, s_values, b_values, gs)
     write_safetensors(out_dir / "model.safetensors", tensors, {"format": "mlx"})
-    cfg = (gm.arch_hf_config if family else gm.hf_config)(spec, vocab_size()).to_dict()
+    cfg = tm.hf_config(spec, vocab_size()).to_dict()
     quant = {"group_size": group_size, "bits": bits}
     quant.update(overrides)
     cfg["quantization"] = quant
@@ -180,7 +180,7 @@ def save_mlx_checkpoint(spec: gm.TinySpec, out_dir: Path, tokenizer_dir: Path, b
     (out_dir / "config.json").write_text(json.dumps(cfg, indent=2))
     copy_tokenizer(tokenizer_dir, out_dir)
 
-    ref = make_model(spec, vocab_size())
+    ref = tm.make_hf_model(spec, vocab_size())
     sd = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in dequantized.items()}
     missing, unexpected = ref.load_state_dict(sd, strict=False)
     assert not unexpected and all(k == "lm_head.weight" for k in missing), (missing, unexpected)
@@ -219,19 +219,18 @@ def write_safetensors(path: Path, tensors: dict, metadata: dict | None = None) -
 
 
 # --------------------------------------------------------------------------------------
-# other architectures (gguf_models.ARCH_SPECS recipes) as SafeTensors
+# other architectures (tiny_models.ARCH_SPECS recipes) as SafeTensors
 # --------------------------------------------------------------------------------------
 
-def save_arch_checkpoint(spec: gm.ArchSpec, out_dir: Path, tokenizer_dir: Path, dtype: str = "F32",
+def save_arch_checkpoint(spec: tm.ArchSpec, out_dir: Path, tokenizer_dir: Path, dtype: str = "F32",
                          max_shard_size: str | None = None):
-    """Save a random tiny model of ``spec.family`` (gguf_models.make_arch_hf_model: peaked
+    """Save a random tiny model of ``spec.family`` (tiny_models.make_hf_model: peaked
     attention, real argmax margins) with save_pretrained(safe_serialization=True) in ``dtype``;
     returns (dir, the float32 transformers model read back from it: the reference)."""
     import torch
-    from transformers import AutoModelForCausalLM
 
     out_dir = Path(out_dir)
-    model = gm.make_arch_hf_model(spec, vocab_size())
+    model = tm.make_hf_model(spec, vocab_size())
     kwargs = {"safe_serialization": True}
     if max_shard_size:
         kwargs["max_shard_size"] = max_shard_size
@@ -269,7 +268,7 @@ def checkpoint_cache(save, cases: dict, tmp_path_factory, tokenizer_dir: Path, t
         if name not in cache:
             spec, dtype, shard = cases[name]
             path, ref = save(spec, tmp_path_factory.mktemp(name), tokenizer_dir, dtype, shard)
-            cache[name] = (path, gm.hf_logits(ref, tokens))
+            cache[name] = (path, rf.hf_logits(ref, tokens))
         return cache[name]
 
     return get

@@ -1,7 +1,7 @@
 """Qwen2, Qwen3, Mistral, Gemma, Gemma 2, Gemma 3 and Phi-3 against transformers.
 
 For each family a tiny random transformers model is written to GGUF in llama.cpp's conventions
-(tests/gguf_models.py, ``ARCH_SPECS``: F16 and one quantized type per family) and akunu's
+(tests/tiny_models.py, ``ARCH_SPECS``: F16 and one quantized type per family) and akunu's
 teacher-forced logits are compared with transformers float32 running the GGUF's dequantized
 weights. Criterion as in test_reference_logits.py: argmax agreement >= 99%, mean KL <= 1e-3.
 Prompts (~300 tokens) are far longer than the tiny sliding windows (32-48), so windows matter.
@@ -16,9 +16,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import gguf_models as gm
+import gguf_writer as gw
+import references as rf
+import tiny_models as tm
 
-CASES = list(gm.ARCH_SPECS)
+CASES = list(tm.ARCH_SPECS)
 
 
 
@@ -34,7 +36,7 @@ def arch_gguf(gguf_dir):
 
     def get(name):
         if name not in cache:
-            cache[name] = gm.build_arch_gguf(gm.ARCH_SPECS[name], gguf_dir)
+            cache[name] = gw.build_gguf(tm.ARCH_SPECS[name], gguf_dir)
         return cache[name]
 
     return get
@@ -48,7 +50,7 @@ def arch_ref(arch_gguf, tokens):
     def get(name):
         if name not in cache:
             path, _ = arch_gguf(name)
-            cache[name] = gm.hf_logits(gm.arch_reference_from_gguf(path, gm.ARCH_SPECS[name]), tokens)
+            cache[name] = rf.hf_logits(rf.reference_from_gguf(path, tm.ARCH_SPECS[name]), tokens)
         return cache[name]
 
     return get
@@ -76,9 +78,9 @@ def test_reference_gguf_roundtrip(name, arch_gguf, arch_ref, tokens):
     reference's predictions are not degenerate."""
     path, orig = arch_gguf(name)
     ref = arch_ref(name)
-    c = gm.compare_logits(gm.hf_logits(orig, tokens), ref)
+    c = rf.compare_logits(rf.hf_logits(orig, tokens), ref)
     assert 0 < c["max_abs"], "the file's dtype must round something"
-    if gm.ARCH_SPECS[name].dtype == "F16":
+    if tm.ARCH_SPECS[name].dtype == "F16":
         assert c["agree"] >= 0.97, c
     assert len(set(ref.argmax(-1).tolist())) >= 30, "reference argmax is degenerate"
 
@@ -92,7 +94,7 @@ def test_reference_weights_match_transformers_gguf_loader(name, arch_gguf):
     from transformers import AutoModelForCausalLM
 
     path, _ = arch_gguf(name)
-    ours = gm.arch_reference_from_gguf(path, gm.ARCH_SPECS[name]).state_dict()
+    ours = rf.reference_from_gguf(path, tm.ARCH_SPECS[name]).state_dict()
     theirs = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
                                                   dtype=torch.float32).state_dict()
     assert sorted(ours) == sorted(theirs)
@@ -155,11 +157,11 @@ BROKEN = [
 def test_reference_criterion_detects_missing_feature(name, feature, overrides, edit, arch_gguf, arch_ref, tokens):
     """A reference without the feature fails the criterion: an engine missing it would fail too."""
     path, _ = arch_gguf(name)
-    model = gm.arch_reference_from_gguf(path, gm.ARCH_SPECS[name], **overrides)
+    model = rf.reference_from_gguf(path, tm.ARCH_SPECS[name], **overrides)
     if edit is not None:
         edit(model)
-    ok, c = gm.criterion(arch_ref(name), gm.hf_logits(model, tokens))
-    assert not ok, f"{name} without {feature} would pass: {gm.describe(c)}"
+    ok, c = rf.criterion(arch_ref(name), rf.hf_logits(model, tokens))
+    assert not ok, f"{name} without {feature} would pass: {rf.describe(c)}"
 
 
 # ------------------------------------------------------------------ akunu vs reference
@@ -167,9 +169,9 @@ def test_reference_criterion_detects_missing_feature(name, feature, overrides, e
 
 @pytest.mark.parametrize("name", CASES)
 def test_akunu_config_matches_gguf(name, arch_akunu):
-    spec = gm.ARCH_SPECS[name]
+    spec = tm.ARCH_SPECS[name]
     cfg = arch_akunu(name).config
-    expect = dict(architecture=gm.GGUF_ARCH[spec.family], dim=spec.hidden, n_layers=spec.n_layers,
+    expect = dict(architecture=gw.GGUF_ARCH[spec.family], dim=spec.hidden, n_layers=spec.n_layers,
                   n_heads=spec.n_heads, n_kv_heads=spec.n_kv_heads, head_dim=spec.head_dim, ffn_dim=spec.ffn,
                   vocab_size=32000, tie_embeddings=spec.tied, rope_dim=spec.rope_dim)
     assert {k: cfg[k] for k in expect} == expect
@@ -180,7 +182,7 @@ def test_akunu_config_matches_gguf(name, arch_akunu):
     assert cfg["sliding_window"] == (spec.sliding_window or 0 if spec.family != "phi3" else 0)
     assert cfg["attn_logit_softcap"] == pytest.approx(spec.attn_softcap or 0.0)
     assert cfg["final_logit_softcap"] == pytest.approx(spec.final_softcap or 0.0)
-    gemma = spec.family in gm.GEMMA_FAMILY
+    gemma = spec.family in tm.GEMMA_FAMILY
     assert cfg["embedding_scale"] == pytest.approx(spec.hidden ** 0.5 if gemma else 0.0)
 
 
@@ -189,8 +191,8 @@ def test_akunu_logits_match_transformers(name, arch_akunu, arch_ref, tokens):
     ref = arch_ref(name)
     got = arch_akunu(name).logits(tokens)
     assert got.shape == ref.shape and got.dtype == np.float32 and np.isfinite(got).all()
-    ok, c = gm.criterion(ref, got)
-    assert ok, f"{name} ({gm.ARCH_SPECS[name].dtype}): {gm.describe(c)}"
+    ok, c = rf.criterion(ref, got)
+    assert ok, f"{name} ({tm.ARCH_SPECS[name].dtype}): {rf.describe(c)}"
 
 
 @pytest.mark.parametrize("name", ["mistral_q8_0", "gemma2_f16", "gemma3_q8_0", "qwen2_f16", "phi3_q4_0"])
@@ -230,9 +232,9 @@ def test_gemma2_decode_table_has_its_features(arch_akunu):
 
 
 def test_unsupported_architecture_lists_supported(akunu_mod, arch_gguf, tmp_path):
-    spec = gm.ARCH_SPECS["qwen2_f16"]
+    spec = tm.ARCH_SPECS["qwen2_f16"]
     _, model = arch_gguf("qwen2_f16")
-    path = gm.write_gguf(tmp_path / "falcon.gguf", spec, gm.arch_gguf_tensors_from_hf(model, spec), arch="falcon")
+    path = gw.write_gguf(tmp_path / "falcon.gguf", spec, gw.gguf_tensors_from_hf(model, spec), arch="falcon")
     with pytest.raises(akunu_mod.UnsupportedError) as info:
         akunu_mod.Model(str(path))
     msg = str(info.value)
@@ -244,23 +246,22 @@ def test_unsupported_architecture_lists_supported(akunu_mod, arch_gguf, tmp_path
 def test_missing_arch_tensor_is_named(akunu_mod, arch_gguf, tmp_path):
     """A Qwen2 file without a bias (or a Gemma 2 file without a post-norm) is refused by name."""
     for name, drop in (("qwen2_f16", "blk.1.attn_k.bias"), ("gemma2_f16", "blk.0.post_ffw_norm.weight")):
-        spec = gm.ARCH_SPECS[name]
+        spec = tm.ARCH_SPECS[name]
         _, model = arch_gguf(name)
-        tensors = gm.arch_gguf_tensors_from_hf(model, spec)
+        tensors = gw.gguf_tensors_from_hf(model, spec)
         del tensors[drop]
-        path = gm.write_gguf(tmp_path / f"{name}-missing.gguf", spec, tensors, arch=gm.GGUF_ARCH[spec.family],
-                             extra_kv=gm._arch_extra_kv(spec))
+        path = gw.write_gguf(tmp_path / f"{name}-missing.gguf", spec, tensors)
         with pytest.raises(akunu_mod.ModelFormatError) as info:
             akunu_mod.Model(str(path))
         assert "layers.1.attention.k_bias" in str(info.value) or "layers.0.post_ffn_norm" in str(info.value)
 
 
 def test_fused_tensor_with_wrong_rows_is_refused(akunu_mod, arch_gguf, tmp_path):
-    spec = gm.ARCH_SPECS["phi3_f16"]
+    spec = tm.ARCH_SPECS["phi3_f16"]
     _, model = arch_gguf("phi3_f16")
-    tensors = gm.arch_gguf_tensors_from_hf(model, spec)
+    tensors = gw.gguf_tensors_from_hf(model, spec)
     tensors["blk.0.attn_qkv.weight"] = tensors["blk.0.attn_qkv.weight"][:-8]
-    path = gm.write_gguf(tmp_path / "phi3-bad.gguf", spec, tensors, arch="phi3", rope_dim=spec.rope_dim)
+    path = gw.write_gguf(tmp_path / "phi3-bad.gguf", spec, tensors)
     with pytest.raises(akunu_mod.ModelFormatError) as info:
         akunu_mod.Model(str(path))
     assert "blk.0.attn_qkv.weight" in str(info.value)
@@ -269,26 +270,24 @@ def test_fused_tensor_with_wrong_rows_is_refused(akunu_mod, arch_gguf, tmp_path)
 def test_gemma2_27b_depth_uses_dim_per_head_query_scale(akunu_mod, gguf_dir, tokens):
     """Gemma 2 27B (46 layers) scales queries by 1/sqrt(hidden / heads), not 1/sqrt(head_dim): the
     file has no key for it, llama.cpp decides by depth and so does akunu's descriptor."""
-    spec = gm.ArchSpec("depth46", "gemma2", hidden=32, n_layers=46, n_heads=2, n_kv_heads=1, head_dim=32, ffn=32, tied=True,
+    spec = tm.ArchSpec("depth46", "gemma2", hidden=32, n_layers=46, n_heads=2, n_kv_heads=1, head_dim=32, ffn=32, tied=True,
                        sliding_window=32, attn_softcap=6.0, final_softcap=4.0, qk_gain=1.5, seed=29)
-    path, _ = gm.build_arch_gguf(spec, gguf_dir)
+    path, _ = gw.build_gguf(spec, gguf_dir)
     ids = tokens[:128]
-    ref = gm.hf_logits(gm.arch_reference_from_gguf(path, spec, query_pre_attn_scalar=spec.hidden // spec.n_heads), ids)
-    head_dim_scaled = gm.hf_logits(gm.arch_reference_from_gguf(path, spec), ids)
-    assert not gm.criterion(ref, head_dim_scaled)[0], "the two scales must be distinguishable"
-    ok, c = gm.criterion(ref, akunu_mod.Model(str(path), backend="cpu").logits(ids))
-    assert ok, gm.describe(c)
+    ref = rf.hf_logits(rf.reference_from_gguf(path, spec, query_pre_attn_scalar=spec.hidden // spec.n_heads), ids)
+    head_dim_scaled = rf.hf_logits(rf.reference_from_gguf(path, spec), ids)
+    assert not rf.criterion(ref, head_dim_scaled)[0], "the two scales must be distinguishable"
+    ok, c = rf.criterion(ref, akunu_mod.Model(str(path), backend="cpu").logits(ids))
+    assert ok, rf.describe(c)
 
 
 def test_sliding_window_pattern_key_overrides_default(akunu_mod, arch_gguf, tmp_path):
     """attention.sliding_window_pattern, when a file has it, decides which layers slide: a period
     (uint32, llama.cpp's set_swa_pattern) or one flag per layer (bool array)."""
-    spec = gm.ARCH_SPECS["gemma2_f16"]
+    spec = tm.ARCH_SPECS["gemma2_f16"]
     _, model = arch_gguf("gemma2_f16")
-    tensors = gm.arch_gguf_tensors_from_hf(model, spec)
+    tensors = gw.gguf_tensors_from_hf(model, spec)
     for value, expect in ((1, [True, True]), ([False, True], [False, True]), (0, [False, False])):
-        def extra(w, value=value):
-            gm._arch_extra_kv(spec)(w)
-            w.add_sliding_window_pattern(value)
-        path = gm.write_gguf(tmp_path / f"pattern-{value}.gguf", spec, tensors, arch="gemma2", extra_kv=extra)
+        path = gw.write_gguf(tmp_path / f"pattern-{value}.gguf", spec, tensors,
+                             extra_kv=lambda w, value=value: w.add_sliding_window_pattern(value))
         assert akunu_mod.Model(str(path), backend="cpu").config["sliding_layers"] == expect, value

@@ -10,10 +10,12 @@ import shutil
 
 import pytest
 
-import gguf_models as gm
+import gguf_writer as gw
 import hf_checkpoints as hc
+import tiny_models as tm
 
-SPEC = gm.TinySpec("bad_base", hidden=64, head_dim=16, n_heads=4, n_kv_heads=2, n_layers=1, ffn=128, seed=31)
+SPEC = tm.family_spec("llama", "bad_base", hidden=64, head_dim=16, n_heads=4, n_kv_heads=2, n_layers=1, ffn=128,
+                      seed=31)
 
 
 @pytest.fixture(scope="module")
@@ -390,7 +392,7 @@ def test_engine_reorders_vectors_too(bases, tmp_path, akunu_mod):
     header, payload = hc.read_raw(d / "model.safetensors")
     b, e = header["model.layers.0.input_layernorm.weight"]["data_offsets"]
     w = np.frombuffer(payload[b:e], dtype="<f4")
-    payload = payload[:b] + gm.permute_qk(w, 2).astype("<f4").tobytes() + payload[e:]
+    payload = payload[:b] + gw.permute_qk(w, 2).astype("<f4").tobytes() + payload[e:]
     hc.write_raw(d / "model.safetensors", header, payload)
     ids = [1, 450, 301, 18919, 1709, 1589, 29892, 2]
     stored = akunu_mod.Model(str(d))

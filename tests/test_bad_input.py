@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import gguf_models as gm
+import gguf_writer as gw
+import tiny_models as tm
 
 TESTS_DIR = Path(__file__).resolve().parent
 
@@ -108,14 +109,14 @@ def test_truncated_smollm2(cut, smollm2_path, smol_layout, tmp_path):
 
 @pytest.fixture(scope="module")
 def f32_tensors(tiny_gguf):
-    spec = gm.SPECS["f32_untied"]
+    spec = tm.LLAMA_SPECS["f32_untied"]
     _, model = tiny_gguf("f32_untied")
-    return spec, gm.gguf_tensors_from_hf(model, spec)
+    return spec, gw.gguf_tensors_from_hf(model, spec)
 
 
 def test_unknown_architecture(akunu_mod, f32_tensors, tmp_path):
     spec, tensors = f32_tensors
-    p = gm.write_gguf(tmp_path / "mamba9.gguf", spec, tensors, arch="mamba9")
+    p = gw.write_gguf(tmp_path / "mamba9.gguf", spec, tensors, arch="mamba9")
     from gguf import GGUFReader
     assert GGUFReader(str(p)).fields["general.architecture"].contents() == "mamba9"
     with pytest.raises(akunu_mod.UnsupportedError) as info:
@@ -130,7 +131,7 @@ def test_unsupported_tensor_dtype(akunu_mod, f32_tensors, tmp_path, qtype):
 
     spec, tensors = f32_tensors
     t = QT[qtype]
-    p = gm.write_gguf(tmp_path / f"{qtype}.gguf", spec, tensors, dtype_override={"blk.0.ffn_down.weight": t})
+    p = gw.write_gguf(tmp_path / f"{qtype}.gguf", spec, tensors, dtype_override={"blk.0.ffn_down.weight": t})
     assert {x.name: x.tensor_type for x in GGUFReader(str(p)).tensors}["blk.0.ffn_down.weight"] == t
     with pytest.raises(akunu_mod.UnsupportedError) as info:
         akunu_mod.Model(str(p))

@@ -19,40 +19,38 @@ if not akunu._testing.cuda_available():
     pytest.skip("CUDA vs CPU tests need an NVIDIA GPU: no CUDA device is visible (or akunu was built without CUDA)",
                 allow_module_level=True)
 
-import gguf  # noqa: E402
-from gguf import GGMLQuantizationType as QT  # noqa: E402
-
-import gguf_models as gm  # noqa: E402
+import gguf_writer as gw  # noqa: E402
+import references as rf  # noqa: E402
 import sampling_reference as ref  # noqa: E402
+import tiny_models as tm  # noqa: E402
 
 # The reference specs plus the dtypes only the engines' own comparison covers.
-gm.DTYPES.setdefault("Q4_1", (QT.Q4_1, gguf.LlamaFileType.MOSTLY_Q4_1))
-gm.DTYPES.setdefault("BF16", (QT.BF16, gguf.LlamaFileType.MOSTLY_BF16))
-SPECS = dict(gm.SPECS)
-SPECS["q4_1_untied"] = replace(gm.SPECS["q8_0_untied"], name="q4_1_untied", dtype="Q4_1", seed=11)
-SPECS["bf16_tied"] = replace(gm.SPECS["q4_0_tied"], name="bf16_tied", dtype="BF16", seed=12)
+SPECS = dict(tm.LLAMA_SPECS)
+SPECS["q4_1_untied"] = replace(tm.LLAMA_SPECS["q8_0_untied"], name="q4_1_untied", dtype="Q4_1", seed=11)
+SPECS["bf16_tied"] = replace(tm.LLAMA_SPECS["q4_0_tied"], name="bf16_tied", dtype="BF16", seed=12)
 # Real models' head sizes for the tensor-core prefill attention (the others use 16 and 32).
-SPECS["f16_hd64"] = gm.TinySpec("f16_hd64", dtype="F16", hidden=256, n_heads=4, n_kv_heads=2, head_dim=64, seed=13)
-SPECS["q8_0_hd128"] = gm.TinySpec("q8_0_hd128", dtype="Q8_0", hidden=256, n_heads=2, n_kv_heads=1, head_dim=128,
-                                  seed=14)
+SPECS["f16_hd64"] = tm.family_spec("llama", "f16_hd64", dtype="F16", hidden=256, n_heads=4, n_kv_heads=2, head_dim=64,
+                                   seed=13)
+SPECS["q8_0_hd128"] = tm.family_spec("llama", "q8_0_hd128", dtype="Q8_0", hidden=256, n_heads=2, n_kv_heads=1,
+                                     head_dim=128, seed=14)
 # Wide enough (hidden 1024) for the integer decode GEMV of the g8 formats (cuda/gemv_q16.cuh).
-SPECS["q4_0_wide"] = gm.TinySpec("q4_0_wide", dtype="Q4_0", hidden=1024, n_heads=8, n_kv_heads=2, head_dim=128,
-                                 ffn=2048, seed=15)
+SPECS["q4_0_wide"] = tm.family_spec("llama", "q4_0_wide", dtype="Q4_0", hidden=1024, n_heads=8, n_kv_heads=2,
+                                    head_dim=128, ffn=2048, seed=15)
 # The Llama-3.2-1B attention shape (32 heads x 64, GQA groups of 4); with AKUNU_CUDA_ATTN_CLUSTER=1 on
 # Hopper its decode splits merge inside a thread-block cluster (cuda/attention_decode.cu).
-SPECS["f16_heads32"] = gm.TinySpec("f16_heads32", dtype="F16", hidden=2048, n_layers=1, n_heads=32, n_kv_heads=8,
-                                   head_dim=64, seed=16)
+SPECS["f16_heads32"] = tm.family_spec("llama", "f16_heads32", dtype="F16", hidden=2048, n_layers=1, n_heads=32,
+                                      n_kv_heads=8, head_dim=64, seed=16)
 # Wide heads: the decode attention's lanes hold 8 (head_dim 256) and 16 dims (320: lanes 20-31 idle).
-SPECS["f16_hd256"] = gm.TinySpec("f16_hd256", dtype="F16", hidden=512, n_layers=1, n_heads=2, n_kv_heads=1,
-                                 head_dim=256, seed=17)
-SPECS["f16_hd320"] = gm.TinySpec("f16_hd320", dtype="F16", hidden=640, n_layers=1, n_heads=2, n_kv_heads=2,
-                                 head_dim=320, seed=18)
+SPECS["f16_hd256"] = tm.family_spec("llama", "f16_hd256", dtype="F16", hidden=512, n_layers=1, n_heads=2, n_kv_heads=1,
+                                    head_dim=256, seed=17)
+SPECS["f16_hd320"] = tm.family_spec("llama", "f16_hd320", dtype="F16", hidden=640, n_layers=1, n_heads=2, n_kv_heads=2,
+                                    head_dim=320, seed=18)
 # The handoff of decode rows in the integer GEMV's quantized form (cuda/q16_activation.cuh) on a
 # 132-SM GPU (H100 / H200): hidden 2560 (320 g8 groups, over 2 x 132) makes o_proj and down run
 # 32-row items, and ffn 14336 (1792 gate/up items) makes gate_up's one-wave grid walk runs of 4
 # items, so every GEMV of a layer takes its input quantized by the command before it.
-SPECS["q4_0_handoff"] = gm.TinySpec("q4_0_handoff", dtype="Q4_0", hidden=2560, n_heads=20, n_kv_heads=4, head_dim=128,
-                                    ffn=14336, seed=19)
+SPECS["q4_0_handoff"] = tm.family_spec("llama", "q4_0_handoff", dtype="Q4_0", hidden=2560, n_heads=20, n_kv_heads=4,
+                                       head_dim=128, ffn=14336, seed=19)
 
 PROMPTS = [
     "Once upon a time, in a small village by the sea, there lived",
@@ -76,19 +74,19 @@ def cpu_cuda_pairs(build):
 
 @pytest.fixture(scope="module")
 def pair(gguf_dir):
-    """Llama GGUFs of gguf_models.SPECS (plus the Q4_1/BF16 ones above)."""
-    return cpu_cuda_pairs(lambda name: gm.build_tiny_gguf(SPECS[name], gguf_dir)[0])
+    """Llama GGUFs of SPECS (tiny_models.LLAMA_SPECS plus the ones above)."""
+    return cpu_cuda_pairs(lambda name: gw.build_gguf(SPECS[name], gguf_dir)[0])
 
 
 def _tokens(model, n=300):
-    ids = model.tokenizer.encode(gm.VARIED_TEXT)
+    ids = model.tokenizer.encode(rf.VARIED_TEXT)
     while len(ids) < 256:
-        ids = ids + model.tokenizer.encode(" " + gm.VARIED_TEXT)
+        ids = ids + model.tokenizer.encode(" " + rf.VARIED_TEXT)
     return ids[:n]
 
 
 def test_auto_picks_cuda(pair, gguf_dir):
-    path, _ = gm.build_tiny_gguf(SPECS["f32_untied"], gguf_dir)
+    path, _ = gw.build_gguf(SPECS["f32_untied"], gguf_dir)
     assert akunu.Model(str(path)).backend == "cuda"
     assert pair("f32_untied")[1].backend == "cuda"
 
@@ -99,8 +97,8 @@ def assert_logits_match(cpu, cuda):
     ref = np.asarray(cpu.logits(ids))
     got = np.asarray(cuda.logits(ids))
     assert np.isfinite(got).all()
-    c = gm.compare_logits(ref, got)
-    assert gm.meets_bar(c), gm.describe(c)
+    c = rf.compare_logits(ref, got)
+    assert rf.meets_bar(c), rf.describe(c)
 
 
 @pytest.mark.parametrize("name", list(SPECS))
@@ -115,7 +113,7 @@ def test_float_model_prefill_paths_match_cpu(name, cublas, gguf_dir, monkeypatch
     cuBLAS, and through akunu's own tiles with AKUNU_CUDA_CUBLAS=0, against the CPU."""
     if not cublas:
         monkeypatch.setenv("AKUNU_CUDA_CUBLAS", "0")
-    path, _ = gm.build_tiny_gguf(SPECS[name], gguf_dir)
+    path, _ = gw.build_gguf(SPECS[name], gguf_dir)
     cpu, cuda = (akunu.Model(str(path), backend=b) for b in ("cpu", "cuda"))
     before = akunu._testing.cuda_cublas_gemms()
     assert_logits_match(cpu, cuda)
@@ -149,7 +147,7 @@ def test_quantized_handoff_matches_cpu(handoff, gguf_dir, monkeypatch):
     (AKUNU_CUDA_Q16_HANDOFF=0), against the CPU."""
     if handoff == "off":
         monkeypatch.setenv("AKUNU_CUDA_Q16_HANDOFF", "0")
-    path, _ = gm.build_tiny_gguf(SPECS["q4_0_handoff"], gguf_dir)
+    path, _ = gw.build_gguf(SPECS["q4_0_handoff"], gguf_dir)
     cpu, cuda = (akunu.Model(str(path), backend=b) for b in ("cpu", "cuda"))
     # Handoffs are set up when a token's commands are captured: one decode step captures one token.
     ids = cuda.tokenizer.encode(PROMPTS[0])
@@ -186,7 +184,7 @@ def test_one_table_replayed_at_many_positions(pair):
     different lengths, resumed chains) and matches the CPU each time."""
     cpu, cuda = pair("q4_0_untied_llama3")
     builds = cuda._engine.table_builds
-    for k, prompt in enumerate(PROMPTS + [gm.VARIED_TEXT[:400]]):
+    for k, prompt in enumerate(PROMPTS + [rf.VARIED_TEXT[:400]]):
         ids = cpu.tokenizer.encode(prompt)
         for m in (cpu, cuda):
             m._engine.reset()
@@ -244,7 +242,7 @@ def test_long_context_attention_variants_match_cpu(name, switch, value, gguf_dir
     and the KV write as a command of their own before the decode attention (its plain variant), or
     with decode-attention blocks of another warp count than head_dim's default (4, 8 or 16 warps)."""
     monkeypatch.setenv(switch, value)
-    path, _ = gm.build_tiny_gguf(SPECS[name], gguf_dir)
+    path, _ = gw.build_gguf(SPECS[name], gguf_dir)
     cpu, cuda = (akunu.Model(str(path), backend=b) for b in ("cpu", "cuda"))
     assert_long_decode_matches(cpu, cuda, n_ctx=1000, steps=24)
 
@@ -256,7 +254,7 @@ def test_splits_of_many_steps_match_cpu(warps, gguf_dir, monkeypatch):
     warps: ~5, of 8, head_dim 64's default: ~3), and the newest key ends the last split."""
     monkeypatch.setenv("AKUNU_CUDA_ATTN_WARPS", warps)
     monkeypatch.setenv("AKUNU_CUDA_ATTN_LONG", "0")
-    path, _ = gm.build_tiny_gguf(SPECS["f16_hd64"], gguf_dir)
+    path, _ = gw.build_gguf(SPECS["f16_hd64"], gguf_dir)
     cpu, cuda = (akunu.Model(str(path), backend=b, context_length=4608) for b in ("cpu", "cuda"))
     assert_long_decode_matches(cpu, cuda, n_ctx=4400, steps=8)
 
@@ -272,7 +270,7 @@ def test_splits_of_many_steps_match_cpu(warps, gguf_dir, monkeypatch):
 def test_gqa_decode_attention_matches_cpu(name, fuse_rope, gguf_dir, monkeypatch):
     monkeypatch.setenv("AKUNU_CUDA_ATTN_LONG", "256")
     monkeypatch.setenv("AKUNU_CUDA_FUSE_ROPE", fuse_rope)
-    path, _ = gm.build_tiny_gguf(SPECS[name], gguf_dir)
+    path, _ = gw.build_gguf(SPECS[name], gguf_dir)
     cpu, cuda = (akunu.Model(str(path), backend=b) for b in ("cpu", "cuda"))
     assert_long_decode_matches(cpu, cuda, n_ctx=1000, steps=24)
 
@@ -280,7 +278,7 @@ def test_gqa_decode_attention_matches_cpu(name, fuse_rope, gguf_dir, monkeypatch
 def test_gqa_decode_attention_many_splits_match_cpu(gguf_dir, monkeypatch):
     """At 4400 keys with the default threshold: many splits of several chunks each, merged by the
     last split of each KV head; the newest key (appended by the kernel) ends the last split."""
-    path, _ = gm.build_tiny_gguf(SPECS["f16_heads32"], gguf_dir)
+    path, _ = gw.build_gguf(SPECS["f16_heads32"], gguf_dir)
     cpu, cuda = (akunu.Model(str(path), backend=b, context_length=4608) for b in ("cpu", "cuda"))
     assert_long_decode_matches(cpu, cuda, n_ctx=4400, steps=8)
 
@@ -300,17 +298,17 @@ def test_gqa_decode_attention_over_32_splits_match_cpu(kv_cache_dtype, gguf_dir)
 # Gemma 2 greedy-decodes one token over and over, so its case shows little beyond the kernel running
 # with both; Qwen3 here (row_sigma 0.2) and Mistral produce varied tokens.)
 GQA_ARCH = {
-    "qwen3_hd64": replace(gm.ARCH_BASE["qwen3"], name="qwen3_hd64", hidden=128, head_dim=64, n_heads=4, n_kv_heads=1,
+    "qwen3_hd64": replace(tm.ARCH_BASE["qwen3"], name="qwen3_hd64", hidden=128, head_dim=64, n_heads=4, n_kv_heads=1,
                           row_sigma=0.2),
-    "gemma2_hd64": replace(gm.ARCH_BASE["gemma2"], name="gemma2_hd64", head_dim=64),
-    "mistral_hd64": replace(gm.ARCH_BASE["mistral"], name="mistral_hd64", hidden=256, head_dim=64, dtype="Q8_0"),
+    "gemma2_hd64": replace(tm.ARCH_BASE["gemma2"], name="gemma2_hd64", head_dim=64),
+    "mistral_hd64": replace(tm.ARCH_BASE["mistral"], name="mistral_hd64", hidden=256, head_dim=64, dtype="Q8_0"),
 }
 
 
 @pytest.mark.parametrize("name", list(GQA_ARCH))
 def test_gqa_decode_attention_archs_match_cpu(name, gguf_dir, monkeypatch):
     monkeypatch.setenv("AKUNU_CUDA_ATTN_LONG", "64")
-    path, _ = gm.build_arch_gguf(GQA_ARCH[name], gguf_dir)
+    path, _ = gw.build_gguf(GQA_ARCH[name], gguf_dir)
     cpu, cuda = (akunu.Model(str(path), backend=b) for b in ("cpu", "cuda"))
     ids = _tokens(cpu, 100)
     assert _greedy(cpu, ids, 40) == _greedy(cuda, ids, 40)
@@ -426,14 +424,14 @@ def test_q8_kv_cache_models_match_cpu(name, fuse_rope, gguf_dir, monkeypatch):
     """Whole models on the Q8_0 cache, CUDA against the CPU: a 1000-token prefill, then decode with
     RoPE and the quantized KV append inside the attention kernel or as a command before it."""
     monkeypatch.setenv("AKUNU_CUDA_FUSE_ROPE", fuse_rope)
-    path, _ = gm.build_tiny_gguf(SPECS[name], gguf_dir)
+    path, _ = gw.build_gguf(SPECS[name], gguf_dir)
     cpu, cuda = (akunu.Model(str(path), backend=b, kv_cache_dtype="q8_0") for b in ("cpu", "cuda"))
     assert cuda.kv_cache_dtype == "q8_0"
     assert_long_decode_matches(cpu, cuda, n_ctx=1000, steps=24)
 
 
 def test_q8_kv_cache_many_splits_match_cpu(gguf_dir):
-    path, _ = gm.build_tiny_gguf(SPECS["f16_heads32"], gguf_dir)
+    path, _ = gw.build_gguf(SPECS["f16_heads32"], gguf_dir)
     cpu, cuda = (akunu.Model(str(path), backend=b, context_length=4608, kv_cache_dtype="q8_0") for b in ("cpu", "cuda"))
     assert_long_decode_matches(cpu, cuda, n_ctx=4400, steps=8)
 
@@ -441,7 +439,7 @@ def test_q8_kv_cache_many_splits_match_cpu(gguf_dir):
 @pytest.mark.parametrize("name", list(GQA_ARCH))
 def test_q8_kv_cache_archs_match_cpu(name, gguf_dir):
     """QK-norm and NeoX RoPE (Qwen3), soft-capped scores and sliding windows (Gemma 2, Mistral)."""
-    path, _ = gm.build_arch_gguf(GQA_ARCH[name], gguf_dir)
+    path, _ = gw.build_gguf(GQA_ARCH[name], gguf_dir)
     cpu, cuda = (akunu.Model(str(path), backend=b, kv_cache_dtype="q8_0") for b in ("cpu", "cuda"))
     # (Not greedy runs compared token for token: a K value the GPU's rotation rounds across a
     # quantization step moves a score by ~1/254 of its block's amax, enough to flip a near tie.)
@@ -451,8 +449,8 @@ def test_q8_kv_cache_archs_match_cpu(name, gguf_dir):
 
 SPECS_Q8_REFUSED = {
     "head_dim 256": SPECS["f16_hd256"],
-    "a group of 18": gm.TinySpec("f16_group18", dtype="F16", hidden=1152, n_layers=1, n_heads=18, n_kv_heads=1,
-                                 head_dim=64, seed=17),
+    "a group of 18": tm.family_spec("llama", "f16_group18", dtype="F16", hidden=1152, n_layers=1, n_heads=18,
+                                    n_kv_heads=1, head_dim=64, seed=17),
 }
 
 
@@ -460,7 +458,7 @@ SPECS_Q8_REFUSED = {
 def test_q8_kv_cache_shapes_cuda_lacks_are_refused_at_load(case, gguf_dir):
     """The shapes the tensor-core kernels do not cover are refused before any weight is uploaded,
     naming what is needed and the way out; the CPU runs them."""
-    path, _ = gm.build_tiny_gguf(SPECS_Q8_REFUSED[case], gguf_dir)
+    path, _ = gw.build_gguf(SPECS_Q8_REFUSED[case], gguf_dir)
     with pytest.raises(akunu.UnsupportedError, match=r"kv_cache_dtype 'q8_0' on the cuda backend needs head_dim 64 "
                                                      r"or 128 and at most 16 query heads per KV head.*'f16'"):
         akunu.Model(str(path), backend="cuda", kv_cache_dtype="q8_0")
@@ -731,11 +729,11 @@ def test_sampled_generation_plumbing(pair):
 
 @pytest.fixture(scope="module")
 def arch_pair(gguf_dir):
-    """GGUFs of gguf_models.ARCH_SPECS (the other architectures)."""
-    return cpu_cuda_pairs(lambda name: gm.build_arch_gguf(gm.ARCH_SPECS[name], gguf_dir)[0])
+    """GGUFs of tiny_models.ARCH_SPECS (the other architectures)."""
+    return cpu_cuda_pairs(lambda name: gw.build_gguf(tm.ARCH_SPECS[name], gguf_dir)[0])
 
 
-@pytest.mark.parametrize("name", list(gm.ARCH_SPECS))
+@pytest.mark.parametrize("name", list(tm.ARCH_SPECS))
 def test_arch_logits_match_cpu(name, arch_pair):
     """Biases, QK-norm, NeoX/partial RoPE, GELU-tanh, post-norms, softcaps and sliding windows on
     CUDA agree with the CPU (which tests/test_architectures.py checks against transformers)."""
@@ -757,8 +755,8 @@ import hf_checkpoints as hc  # noqa: E402
 
 # (family spec, stored dtype): Qwen2 biases (F16), Gemma 3's (1 + w) norms/QK-norms, local RoPE
 # and windows (BF16), Phi-3's fused tensors split into row ranges (F16).
-ST_ARCH = {"qwen2_f16": (gm.ARCH_BASE["qwen2"], "F16"), "gemma3_bf16": (gm.ARCH_BASE["gemma3"], "BF16"),
-           "phi3_f16": (gm.ARCH_BASE["phi3"], "F16")}
+ST_ARCH = {"qwen2_f16": (tm.ARCH_BASE["qwen2"], "F16"), "gemma3_bf16": (tm.ARCH_BASE["gemma3"], "BF16"),
+           "phi3_f16": (tm.ARCH_BASE["phi3"], "F16")}
 
 
 @pytest.fixture(scope="module")

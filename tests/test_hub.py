@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import gguf_models as gm
 import hf_checkpoints as hc
+import tiny_models as tm
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
-SPEC = gm.TinySpec("hub_tiny", hidden=64, head_dim=16, n_layers=1, ffn=128, seed=41)
+SPEC = tm.family_spec("llama", "hub_tiny", hidden=64, head_dim=16, n_layers=1, ffn=128, seed=41)
 
 
 def populate_cache(cache: Path, repo_id: str, files: dict[str, Path]) -> Path:

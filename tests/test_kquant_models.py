@@ -1,7 +1,7 @@
 """Tiny random Llamas whose matrices are Q5_0 / Q5_1 / IQ4_NL / Q2_K .. Q6_K / IQ4_XS blocks (one
 dtype per file, and mixed files in the style of llama.cpp's Q4_K_M, token embedding included):
 akunu's teacher-forced logits against transformers on the same GGUF's weights (gguf-py dequantize,
-tests/gguf_models.reference_from_gguf), with test_reference_logits.py's criterion
+tests/references.reference_from_gguf), with test_reference_logits.py's criterion
 (argmax agreement >= 99%, mean KL <= 1e-3). The GGUFs are written by tests/gguf_kquants.py.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ import gguf
 from gguf import GGUFReader
 
 import gguf_kquants as kq
-import gguf_models as gm
+import references as rf
 from akunu import _testing
 
 
@@ -44,17 +44,17 @@ def test_mixed_file_has_the_dtypes_it_claims(name, kq_case):
 @pytest.mark.parametrize("name", list(kq.CASES))
 def test_logits_match_transformers(name, kq_case, varied_ids, akunu_mod):
     path, orig = kq_case(name)
-    ref = gm.hf_logits(gm.reference_from_gguf(path), varied_ids)
+    ref = rf.hf_logits(rf.reference_from_gguf(path, kq.CASES[name].spec), varied_ids)
     # The reference is meaningful: quantized, so not the float model, but close to it and not degenerate.
-    c_orig = gm.compare_logits(gm.hf_logits(orig, varied_ids), ref)
+    c_orig = rf.compare_logits(rf.hf_logits(orig, varied_ids), ref)
     assert c_orig["max_abs"] > 0 and c_orig["agree"] > 0.05, c_orig  # (chance: 1 / 32000)
     assert len(set(ref.argmax(-1).tolist())) >= 30, "reference argmax is degenerate"
 
     model = akunu_mod.Model(str(path), backend="cpu")
     got = model.logits(varied_ids)
     assert got.shape == ref.shape and np.isfinite(got).all()
-    c = gm.compare_logits(ref, got)
-    assert c["agree"] >= gm.MIN_AGREE and c["kl_mean"] <= gm.MAX_KL, (name, c)
+    c = rf.compare_logits(ref, got)
+    assert c["agree"] >= rf.MIN_AGREE and c["kl_mean"] <= rf.MAX_KL, (name, c)
 
 
 def test_mixed_model_greedy_decode_matches_logits(kq_case, akunu_mod, llama_spm_tokenizer_ref):

@@ -25,7 +25,9 @@ import numpy as np
 import pytest
 
 import gguf
-import gguf_models as gm
+import gguf_writer as gw
+import references as rf
+import tiny_models as tm
 from akunu import _core, _testing
 
 Q8_0 = gguf.GGMLQuantizationType.Q8_0
@@ -289,7 +291,7 @@ def chunked_kl_and_margin(ref: np.ndarray, got: np.ndarray, rows: int = 256):
     float64 copies of [4096, vocab] would not fit comfortably)."""
     kl, margin = [], []
     for i in range(0, ref.shape[0], rows):
-        lp, lq = gm.log_softmax(ref[i:i + rows]), gm.log_softmax(got[i:i + rows])
+        lp, lq = rf.log_softmax(ref[i:i + rows]), rf.log_softmax(got[i:i + rows])
         kl.append((np.exp(lp) * (lp - lq)).sum(-1))
         top2 = np.partition(ref[i:i + rows], -2, axis=-1)[:, -2:]
         margin.append(top2[:, 1] - top2[:, 0])
@@ -326,9 +328,9 @@ def test_q8_cache_quality_on_smollm2_long_context(smollm2_f16, smollm2_q8):
 # cannot hold); Mistral: a 48-token window on every layer, interleaved RoPE. The ~300-token prompt
 # runs far past every window.
 WINDOWED = {
-    "gemma2": gm.ARCH_SPECS["gemma2_f16"],
-    "gemma3": replace(gm.ARCH_BASE["gemma3"], name="gemma3_f16_hd32", dtype="F16", head_dim=32),
-    "mistral": gm.ARCH_SPECS["mistral_f16"],
+    "gemma2": tm.ARCH_SPECS["gemma2_f16"],
+    "gemma3": replace(tm.ARCH_BASE["gemma3"], name="gemma3_f16_hd32", dtype="F16", head_dim=32),
+    "mistral": tm.ARCH_SPECS["mistral_f16"],
 }
 
 
@@ -353,14 +355,14 @@ def q8_reference_logits(spec, path, tokens) -> np.ndarray:
     fake-quantized to Q8_0 before attention: what an exact Q8_0 cache computes."""
     module = importlib.import_module(f"transformers.models.{spec.family}.modeling_{spec.family}")
     eager = module.eager_attention_forward
-    interleaved = gm.GGUF_ARCH[spec.family] == "llama"  # converted by LlamaModel: Q/K permuted
+    interleaved = spec.family in gw.PERMUTED_QK  # converted by LlamaModel: Q/K permuted
 
     def q8_attention(attn, query, key, value, *args, **kwargs):
         return eager(attn, query, fake_q8_0(key, interleaved), fake_q8_0(value, False), *args, **kwargs)
 
     module.eager_attention_forward = q8_attention
     try:
-        return gm.hf_logits(gm.arch_reference_from_gguf(path, spec), tokens)
+        return rf.hf_logits(rf.reference_from_gguf(path, spec), tokens)
     finally:
         module.eager_attention_forward = eager
 
@@ -373,16 +375,16 @@ def test_q8_cache_matches_q8_reference_with_windows_and_softcaps(name, akunu_mod
     so that every error shows, amplify (Gemma 3: ~94 % argmax agreement, transformers with and
     without Q8_0 K/V alike)."""
     spec = WINDOWED[name]
-    path, _ = gm.build_arch_gguf(spec, gguf_dir)
+    path, _ = gw.build_gguf(spec, gguf_dir)
     q8 = akunu_mod.Model(str(path), backend="cpu", kv_cache_dtype="q8_0")
     cfg = q8.config
     assert cfg["sliding_window"] and any(cfg["sliding_layers"]) and len(varied_ids) > 4 * cfg["sliding_window"]
     assert (cfg["attn_logit_softcap"] > 0) == (name == "gemma2")
     ref = q8_reference_logits(spec, path, varied_ids)
-    ok, c = gm.criterion(ref, q8.logits(varied_ids))
-    assert ok, f"{name}, Q8_0 cache against transformers with Q8_0 K/V: {gm.describe(c)}"
+    ok, c = rf.criterion(ref, q8.logits(varied_ids))
+    assert ok, f"{name}, Q8_0 cache against transformers with Q8_0 K/V: {rf.describe(c)}"
     # The comparison tells the caches apart: the F16 cache is much further from this reference.
-    f16 = gm.compare_logits(ref, akunu_mod.Model(str(path), backend="cpu").logits(varied_ids))
-    assert f16["kl_mean"] > 100 * c["kl_mean"], f"{name}: Q8_0 cache {gm.describe(c)}; F16 cache {gm.describe(f16)}"
+    f16 = rf.compare_logits(ref, akunu_mod.Model(str(path), backend="cpu").logits(varied_ids))
+    assert f16["kl_mean"] > 100 * c["kl_mean"], f"{name}: Q8_0 cache {rf.describe(c)}; F16 cache {rf.describe(f16)}"
     # The decode table (one token per replay, past the window) reads the cache as the all-rows pass does.
-    gm.assert_decode_matches_teacher_forcing(q8, varied_ids[:60], 60)
+    rf.assert_decode_matches_teacher_forcing(q8, varied_ids[:60], 60)

@@ -12,18 +12,20 @@ from dataclasses import replace
 
 import pytest
 
-import gguf_models as gm
+import gguf_writer as gw
+import references as rf
+import tiny_models as tm
 from test_kv_cache_dtype import q8_reference_logits
 
 RING_EXTRA_ROWS = 512  # ChipConfig::for_cpu's max_prefill_chunk: a pass writes at most this many rows
 CONTEXT = 4096
 
 WINDOWED = {
-    "gemma2": gm.ARCH_SPECS["gemma2_f16"],
-    "gemma3": gm.ARCH_SPECS["gemma3_q8_0"],
-    "mistral": gm.ARCH_SPECS["mistral_f16"],
+    "gemma2": tm.ARCH_SPECS["gemma2_f16"],
+    "gemma3": tm.ARCH_SPECS["gemma3_q8_0"],
+    "mistral": tm.ARCH_SPECS["mistral_f16"],
     # head_dim 32 for the Q8_0 cache (whole 32-element blocks)
-    "gemma2_q8_cache": replace(gm.ARCH_BASE["gemma2"], name="gemma2_f16_hd32", dtype="F16"),
+    "gemma2_q8_cache": replace(tm.ARCH_BASE["gemma2"], name="gemma2_f16_hd32", dtype="F16"),
 }
 
 
@@ -41,7 +43,7 @@ def _row_bytes(cfg, kv_cache_dtype):
 @pytest.mark.parametrize("name, kv_cache_dtype", [("gemma2", "f16"), ("gemma3", "f16"), ("mistral", "f16"),
                                                   ("gemma2_q8_cache", "q8_0")])
 def test_sliding_layers_hold_their_window(name, kv_cache_dtype, akunu_mod, gguf_dir):
-    path, _ = gm.build_arch_gguf(WINDOWED[name], gguf_dir)
+    path, _ = gw.build_gguf(WINDOWED[name], gguf_dir)
     model = akunu_mod.Model(str(path), backend="cpu", context_length=CONTEXT, kv_cache_dtype=kv_cache_dtype)
     cfg = model.config
     local = sum(1 for s in cfg["sliding_layers"] if s)
@@ -55,7 +57,7 @@ def test_sliding_layers_hold_their_window(name, kv_cache_dtype, akunu_mod, gguf_
 
 def test_window_wider_than_the_context_keeps_the_context(akunu_mod, gguf_dir):
     """A ring is never longer than the context: 32 + 512 rows > a 256-token context."""
-    path, _ = gm.build_arch_gguf(WINDOWED["mistral"], gguf_dir)
+    path, _ = gw.build_gguf(WINDOWED["mistral"], gguf_dir)
     model = akunu_mod.Model(str(path), backend="cpu", context_length=256)
     cfg = model.config
     assert model.kv_cache_bytes == cfg["n_layers"] * 256 * _row_bytes(cfg, "f16")
@@ -69,11 +71,11 @@ def test_wrapped_ring_matches_transformers(name, kv_cache_dtype, akunu_mod, gguf
     tests/test_kv_cache_dtype.py builds it); then greedy decode replays past the wraps read the
     ring as the all-rows passes do."""
     spec = WINDOWED[name]
-    path, _ = gm.build_arch_gguf(spec, gguf_dir)
+    path, _ = gw.build_gguf(spec, gguf_dir)
     ids = _long_ids(varied_ids, 1300)
     model = akunu_mod.Model(str(path), backend="cpu", context_length=CONTEXT, kv_cache_dtype=kv_cache_dtype)
-    ref = (gm.hf_logits(gm.arch_reference_from_gguf(path, spec), ids) if kv_cache_dtype == "f16"
+    ref = (rf.hf_logits(rf.reference_from_gguf(path, spec), ids) if kv_cache_dtype == "f16"
            else q8_reference_logits(spec, path, ids))
-    ok, c = gm.criterion(ref, model.logits(ids))
-    assert ok, f"{name} ({kv_cache_dtype} cache) over {len(ids)} tokens against transformers: {gm.describe(c)}"
-    gm.assert_decode_matches_teacher_forcing(model, ids[:600], 41)
+    ok, c = rf.criterion(ref, model.logits(ids))
+    assert ok, f"{name} ({kv_cache_dtype} cache) over {len(ids)} tokens against transformers: {rf.describe(c)}"
+    rf.assert_decode_matches_teacher_forcing(model, ids[:600], 41)

@@ -10,8 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import gguf_models as gm
 import hf_checkpoints as hc
+import references as rf
+import tiny_models as tm
 from akunu import _testing
 
 
@@ -101,11 +102,12 @@ def test_convert_bf16_scales_fp16_cannot_hold():
 
 MODELS = {
     # 4-bit, group 64, fp16 scales: every matrix and the embedding become Q4_1 (exact)
-    "q4_g64_f16_untied": dict(spec=gm.TinySpec("mlx_q4", seed=21), bits=4, group_size=64, scale_dtype="F16"),
+    "q4_g64_f16_untied": dict(spec=tm.family_spec("llama", "mlx_q4", seed=21), bits=4, group_size=64,
+                              scale_dtype="F16"),
     # a per-layer mix as mlx-lm writes it: 3-, 6- and 8-bit with group sizes 32/64/128, bf16 scales,
     # tied (quantized) embedding
     "mixed_bf16_tied": dict(
-        spec=gm.TinySpec("mlx_mixed", tied=True, llama3_rope=True, seed=22), bits=6, group_size=64,
+        spec=tm.family_spec("llama", "mlx_mixed", tied=True, llama3_rope=True, seed=22), bits=6, group_size=64,
         scale_dtype="BF16",
         overrides={"model.embed_tokens": {"bits": 8, "group_size": 32},
                    "model.layers.0.self_attn.q_proj": {"bits": 3, "group_size": 128},
@@ -138,9 +140,9 @@ def test_mlx_model_matches_transformers_on_dequantized_weights(name, tmp_path, t
         assert dtypes["model.layers.0.self_attn.q_proj.weight"] == "F16"  # 3-bit: dequantized
         assert dtypes["model.embed_tokens.weight"] == "F16"  # 8-bit: dequantized
     got = m.logits(tokens)
-    want = gm.hf_logits(ref, tokens)
-    c = gm.compare_logits(want, got)
-    assert gm.meets_bar(c), f"{name}: {c}"
+    want = rf.hf_logits(ref, tokens)
+    c = rf.compare_logits(want, got)
+    assert rf.meets_bar(c), f"{name}: {c}"
     # and the dequantized weights really are the quantized model, not the float original
-    orig = gm.make_hf_model(case["spec"], hc.vocab_size())
-    assert gm.compare_logits(want, gm.hf_logits(orig, tokens))["max_abs"] > 1e-2
+    orig = tm.make_hf_model(case["spec"], hc.vocab_size())
+    assert rf.compare_logits(want, rf.hf_logits(orig, tokens))["max_abs"] > 1e-2

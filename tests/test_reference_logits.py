@@ -14,9 +14,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import gguf_models as gm
+import gguf_writer as gw
+import references as rf
+import tiny_models as tm
 
-CASES = list(gm.SPECS)
+CASES = list(tm.LLAMA_SPECS)
 
 
 
@@ -28,8 +30,8 @@ def tiny_ref(tiny_gguf, varied_ids):
     def get(name):
         if name not in cache:
             path, _orig = tiny_gguf(name)
-            ref_model = gm.reference_from_gguf(path)
-            cache[name] = (path, gm.hf_logits(ref_model, varied_ids))
+            ref_model = rf.reference_from_gguf(path, tm.LLAMA_SPECS[name])
+            cache[name] = (path, rf.hf_logits(ref_model, varied_ids))
         return cache[name]
 
     return get
@@ -42,10 +44,10 @@ def tiny_ref(tiny_gguf, varied_ids):
 def test_reference_gguf_roundtrip(name, tiny_gguf, tiny_ref, varied_ids):
     """Our GGUF -> (gguf-py dequantize + un-permute) -> HF reproduces the original torch model
     (exactly for F32, within quantization for the rest), and the output is not degenerate."""
-    spec = gm.SPECS[name]
+    spec = tm.LLAMA_SPECS[name]
     path, orig = tiny_gguf(name)
     _, ref = tiny_ref(name)
-    c = gm.compare_logits(gm.hf_logits(orig, varied_ids), ref)
+    c = rf.compare_logits(rf.hf_logits(orig, varied_ids), ref)
     if spec.dtype == "F32":
         assert c["max_abs"] < 1e-3, c
     else:  # quantized: close to the original but not identical (the reference is the dequantized weights)
@@ -53,7 +55,7 @@ def test_reference_gguf_roundtrip(name, tiny_gguf, tiny_ref, varied_ids):
     assert len(set(ref.argmax(-1).tolist())) >= 30, "reference argmax is degenerate"
 
 
-@pytest.mark.parametrize("name", [n for n in CASES if not gm.SPECS[n].llama3_rope])
+@pytest.mark.parametrize("name", [n for n in CASES if not tm.LLAMA_SPECS[n].llama3_rope])
 def test_reference_matches_transformers_gguf_loader(name, tiny_gguf, tiny_ref, varied_ids, tmp_path):
     """transformers' own GGUF loader (independent un-permute + dequantize) agrees with ours."""
     import torch
@@ -61,19 +63,19 @@ def test_reference_matches_transformers_gguf_loader(name, tiny_gguf, tiny_ref, v
 
     path, _ = tiny_gguf(name)
     _, ref = tiny_ref(name)
-    tm = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32).eval()
-    got = gm.hf_logits(tm, varied_ids)
+    theirs = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32).eval()
+    got = rf.hf_logits(theirs, varied_ids)
     assert np.abs(got - ref).max() < 1e-3, np.abs(got - ref).max()
 
 
-@pytest.mark.parametrize("name", [n for n in CASES if gm.SPECS[n].llama3_rope])
+@pytest.mark.parametrize("name", [n for n in CASES if tm.LLAMA_SPECS[n].llama3_rope])
 def test_reference_rope_freqs_match_hf_llama3(name, tiny_gguf):
     """rope_freqs.weight divides the base frequencies into exactly HF's llama3 inv_freq."""
     import torch
 
     path, orig = tiny_gguf(name)
-    _, t = gm.read_dequantized(path)
-    spec = gm.SPECS[name]
+    _, t = gw.read_dequantized(path)
+    spec = tm.LLAMA_SPECS[name]
     factors = t["rope_freqs.weight"].reshape(-1)
     assert factors.shape == (spec.head_dim // 2,)
     assert factors.min() == 1.0 and factors.max() == 8.0 and ((factors > 1) & (factors < 8)).any(), factors
@@ -89,16 +91,18 @@ def test_reference_criterion_detects_rope_bugs(name, tiny_gguf, tiny_ref, varied
 
     path, _ = tiny_gguf(name)
     _, ref = tiny_ref(name)
-    broken = {"qk_not_unpermuted": gm.hf_logits(gm.reference_from_gguf(path, unpermute=False), varied_ids)}
-    if gm.SPECS[name].llama3_rope:
-        broken["rope_freqs_ignored"] = gm.hf_logits(gm.reference_from_gguf(path, use_rope_freqs=False), varied_ids)
-    model = gm.reference_from_gguf(path)
+    spec = tm.LLAMA_SPECS[name]
+    broken = {"qk_not_unpermuted": rf.hf_logits(rf.reference_from_gguf(path, spec, unpermute=False), varied_ids)}
+    if spec.llama3_rope:
+        broken["rope_freqs_ignored"] = rf.hf_logits(rf.reference_from_gguf(path, spec, use_rope_freqs=False),
+                                                    varied_ids)
+    model = rf.reference_from_gguf(path, spec)
     with torch.no_grad():
         x = torch.tensor([varied_ids])
         broken["no_rope"] = model(x, position_ids=torch.zeros_like(x)).logits[0].numpy()
     for what, logits in broken.items():
-        ok, c = gm.criterion(ref, logits)
-        assert not ok, f"{what} would pass: {gm.describe(c)}"
+        ok, c = rf.criterion(ref, logits)
+        assert not ok, f"{what} would pass: {rf.describe(c)}"
 
 
 # ------------------------------------------------------------------ akunu vs reference
@@ -119,7 +123,7 @@ def tiny_akunu(akunu_mod, tiny_gguf):
 
 @pytest.mark.parametrize("name", CASES)
 def test_akunu_config_matches_gguf(name, tiny_akunu):
-    spec = gm.SPECS[name]
+    spec = tm.LLAMA_SPECS[name]
     cfg = tiny_akunu(name).config
     expect = dict(architecture="llama", dim=spec.hidden, n_layers=spec.n_layers, n_heads=spec.n_heads,
                   n_kv_heads=spec.n_kv_heads, head_dim=spec.head_dim, ffn_dim=spec.ffn, vocab_size=32000)
@@ -137,8 +141,8 @@ def test_akunu_logits_match_transformers(name, tiny_akunu, tiny_ref, varied_ids)
     assert isinstance(got, np.ndarray) and got.dtype == np.float32, type(got)
     assert got.shape == ref.shape, (got.shape, ref.shape)
     assert np.isfinite(got).all()
-    ok, c = gm.criterion(ref, got)
-    assert ok, f"{name} ({gm.SPECS[name].dtype}): {gm.describe(c)}"
+    ok, c = rf.criterion(ref, got)
+    assert ok, f"{name} ({tm.LLAMA_SPECS[name].dtype}): {rf.describe(c)}"
 
 
 def test_akunu_logits_repeatable_and_prefix_consistent(tiny_akunu, varied_ids):
@@ -190,7 +194,7 @@ def smol_ref_model(smollm2_path):
 
 @pytest.fixture(scope="session")
 def smol_ref_logits(smol_ref_model, smol_tokens):
-    return gm.hf_logits(smol_ref_model, smol_tokens)
+    return rf.hf_logits(smol_ref_model, smol_tokens)
 
 
 def test_reference_smollm2_sane(smol_ref_model, smollm2_tokenizer_ref):
@@ -208,5 +212,5 @@ def test_akunu_smollm2_logits_match_transformers(smollm2, smol_ref_logits, smol_
     got = smollm2.logits(smol_tokens)
     assert got.shape == smol_ref_logits.shape, (got.shape, smol_ref_logits.shape)
     assert got.dtype == np.float32 and np.isfinite(got).all()
-    ok, c = gm.criterion(smol_ref_logits, got)
-    assert ok, f"SmolLM2 Q4_1: {gm.describe(c)}"
+    ok, c = rf.criterion(smol_ref_logits, got)
+    assert ok, f"SmolLM2 Q4_1: {rf.describe(c)}"

@@ -14,15 +14,19 @@ import shutil
 import numpy as np
 import pytest
 
-import gguf_models as gm
+import gguf_writer as gw
 import hf_checkpoints as hc
+import references as rf
+import tiny_models as tm
 
 
 CASES = {
-    "f32_untied": (gm.TinySpec("st_f32_untied", seed=11), "F32", None),
-    "f16_tied_llama3": (gm.TinySpec("st_f16_tied_llama3", tied=True, llama3_rope=True, seed=12), "F16", None),
-    "bf16_untied": (gm.TinySpec("st_bf16_untied", hidden=64, head_dim=16, n_layers=3, ffn=192, seed=13), "BF16", None),
-    "f32_sharded": (gm.TinySpec("st_f32_sharded", n_kv_heads=1, seed=14), "F32", "3MB"),
+    "f32_untied": (tm.family_spec("llama", "st_f32_untied", seed=11), "F32", None),
+    "f16_tied_llama3": (tm.family_spec("llama", "st_f16_tied_llama3", tied=True, llama3_rope=True, seed=12), "F16",
+                        None),
+    "bf16_untied": (tm.family_spec("llama", "st_bf16_untied", hidden=64, head_dim=16, n_layers=3, ffn=192, seed=13),
+                    "BF16", None),
+    "f32_sharded": (tm.family_spec("llama", "st_f32_sharded", n_kv_heads=1, seed=14), "F32", "3MB"),
 }
 
 
@@ -60,8 +64,8 @@ def test_safetensors_logits_match_transformers(name, checkpoint, tokens, akunu_m
         assert m._engine.loader_owned_bytes == qk, (m._engine.loader_owned_bytes, qk)
     got = m.logits(tokens)
     assert got.shape == ref.shape and np.isfinite(got).all()
-    c = gm.compare_logits(ref, got)
-    assert gm.meets_bar(c), f"{name}: {c}"
+    c = rf.compare_logits(ref, got)
+    assert rf.meets_bar(c), f"{name}: {c}"
     assert len(set(ref.argmax(-1).tolist())) >= 30, "reference argmax is degenerate"
 
 
@@ -77,10 +81,10 @@ def test_criterion_catches_unpermuted_qk(checkpoint, tokens):
     with torch.no_grad():
         for layer in broken.model.layers:
             a = layer.self_attn
-            a.q_proj.weight.copy_(torch.from_numpy(gm.permute_qk(a.q_proj.weight.numpy(), spec.n_heads)))
-            a.k_proj.weight.copy_(torch.from_numpy(gm.permute_qk(a.k_proj.weight.numpy(), spec.n_kv_heads)))
-    c = gm.compare_logits(ref, gm.hf_logits(broken, tokens))
-    assert not gm.meets_bar(c), c
+            a.q_proj.weight.copy_(torch.from_numpy(gw.permute_qk(a.q_proj.weight.numpy(), spec.n_heads)))
+            a.k_proj.weight.copy_(torch.from_numpy(gw.permute_qk(a.k_proj.weight.numpy(), spec.n_kv_heads)))
+    c = rf.compare_logits(ref, rf.hf_logits(broken, tokens))
+    assert not rf.meets_bar(c), c
 
 
 # ------------------------------------------------------------------ same model as GGUF
@@ -96,7 +100,7 @@ def twins(checkpoint, tmp_path_factory, akunu_mod):
     path, _ = checkpoint("f32_untied")
     spec = CASES["f32_untied"][0]
     model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32).eval()
-    gguf_path = gm.write_gguf(tmp_path_factory.mktemp("twin") / "twin.gguf", spec, gm.gguf_tensors_from_hf(model, spec))
+    gguf_path = gw.write_gguf(tmp_path_factory.mktemp("twin") / "twin.gguf", spec, gw.gguf_tensors_from_hf(model, spec))
     return akunu_mod.Model(str(path)), akunu_mod.Model(str(gguf_path))
 
 
@@ -168,13 +172,13 @@ def test_hf_tokenizer_matches_gguf_tokenizer(vocab, tmp_path, akunu_mod):
     byte-level BPE)."""
     from akunu.hf_tokenizer import HFTokenizer
 
-    hc.export_tokenizer(tmp_path, gm.reference_tokenizer(gm.TOKENIZER_DIR, vocab), chat_template=None)
+    hc.export_tokenizer(tmp_path, rf.reference_tokenizer(gw.TOKENIZER_DIR, vocab), chat_template=None)
     hf = HFTokenizer.from_dir(tmp_path)
-    assert HFTokenizer.from_file(tmp_path / "tokenizer.json").encode(gm.VARIED_TEXT) == hf.encode(gm.VARIED_TEXT)
-    gg = akunu_mod.Tokenizer.from_file(str(gm.TOKENIZER_DIR / vocab))
+    assert HFTokenizer.from_file(tmp_path / "tokenizer.json").encode(rf.VARIED_TEXT) == hf.encode(rf.VARIED_TEXT)
+    gg = akunu_mod.Tokenizer.from_file(str(gw.TOKENIZER_DIR / vocab))
     assert hf.vocab_size == gg.vocab_size and len(hf) == len(gg)
     assert (hf.bos_id, hf.eos_id) == (gg.bos_id, gg.eos_id), ((hf.bos_id, hf.eos_id), (gg.bos_id, gg.eos_id))
-    text = gm.VARIED_TEXT
+    text = rf.VARIED_TEXT
     for add_special in (False, True):
         for parse_special in (False, True):
             assert hf.encode(text, add_special, parse_special) == gg.encode(text, add_special, parse_special), \
@@ -223,9 +227,9 @@ def test_linear_rope_scaling_matches_transformers(checkpoint, tmp_path, tokens, 
     path, _ = checkpoint("bf16_untied")
     lin = hc.edited_copy(path, tmp_path / "linear", lambda c: c.update(
         rope_parameters={"rope_type": "linear", "factor": 4.0, "rope_theta": 10000.0}))
-    ref = gm.hf_logits(AutoModelForCausalLM.from_pretrained(str(lin), dtype=torch.float32).eval(), tokens)
-    c = gm.compare_logits(ref, akunu_mod.Model(str(lin)).logits(tokens))
-    assert gm.meets_bar(c), c
+    ref = rf.hf_logits(AutoModelForCausalLM.from_pretrained(str(lin), dtype=torch.float32).eval(), tokens)
+    c = rf.compare_logits(ref, akunu_mod.Model(str(lin)).logits(tokens))
+    assert rf.meets_bar(c), c
     plain = akunu_mod.Model(str(path)).logits(tokens)  # the scaling changes the model
     assert not np.allclose(plain, ref, atol=1e-2)
 
@@ -250,7 +254,7 @@ def test_mistral_sliding_window(checkpoint, tmp_path, akunu_mod):
 def test_embedding_padded_past_the_tokenizer(tokenizer_dir, tmp_path, akunu_mod):
     """Checkpoints often pad the embedding past tokenizer.json's last id: the model loads, the
     padded ids are valid and decode to nothing (a stream never raises on them)."""
-    spec = gm.TinySpec("st_padded", hidden=64, head_dim=16, n_layers=1, ffn=128, seed=15)
+    spec = tm.family_spec("llama", "st_padded", hidden=64, head_dim=16, n_layers=1, ffn=128, seed=15)
     path, ref = hc.save_checkpoint(spec, tmp_path / "padded", tokenizer_dir, vocab=32064)
     m = akunu_mod.Model(str(path))
     tok = m.tokenizer
@@ -258,7 +262,7 @@ def test_embedding_padded_past_the_tokenizer(tokenizer_dir, tmp_path, akunu_mod)
     assert tok.token_to_piece(32050) == b"" and not tok.is_control(32050) and tok.token_text(32050) == ""
     assert tok.decode([450, 32050, 301]) == tok.decode([450, 301])
     ids = tok.encode("The lighthouse", add_special=True)
-    c = gm.compare_logits(gm.hf_logits(ref, ids), m.logits(ids))
-    assert c["agree"] == 1.0 and c["kl_mean"] <= gm.MAX_KL, c
+    c = rf.compare_logits(rf.hf_logits(ref, ids), m.logits(ids))
+    assert c["agree"] == 1.0 and c["kl_mean"] <= rf.MAX_KL, c
     with pytest.raises(ValueError):
         tok.token_to_piece(32064)

@@ -1,6 +1,6 @@
 """Qwen2, Qwen3, Mistral, Gemma, Gemma 2, Gemma 3 (text) and Phi-3 from Hugging Face SafeTensors.
 
-Each family's tiny random transformers model (tests/gguf_models.py ``ARCH_BASE``: peaked attention,
+Each family's tiny random transformers model (tests/tiny_models.py ``ARCH_BASE``: peaked attention,
 real argmax margins, windows far shorter than the ~300-token prompt) is saved by transformers'
 own save_pretrained(safe_serialization=True) in F32, F16 or BF16, and akunu's teacher-forced
 logits are compared with transformers float32 reading that directory back (so the stored,
@@ -20,20 +20,21 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-import gguf_models as gm
 import hf_checkpoints as hc
+import references as rf
+import tiny_models as tm
 
 # name -> (family spec, stored dtype, shard size). F32/F16/BF16 each carry a Gemma (the + 1 is
 # added to each dtype's stored value).
 CASES = {
-    "qwen2_f16": (gm.ARCH_BASE["qwen2"], "F16", None),
-    "qwen3_bf16": (gm.ARCH_BASE["qwen3"], "BF16", None),
-    "mistral_f32_sharded": (gm.ARCH_BASE["mistral"], "F32", "12MB"),
-    "gemma_f16": (gm.ARCH_BASE["gemma"], "F16", None),
-    "gemma2_f32": (gm.ARCH_BASE["gemma2"], "F32", None),
-    "gemma3_bf16": (gm.ARCH_BASE["gemma3"], "BF16", None),
-    "gemma3_linear_f16": (gm.ARCH_SPECS["gemma3_f16_linear"], "F16", None),  # scaled global RoPE only
-    "phi3_f16": (gm.ARCH_BASE["phi3"], "F16", None),
+    "qwen2_f16": (tm.ARCH_BASE["qwen2"], "F16", None),
+    "qwen3_bf16": (tm.ARCH_BASE["qwen3"], "BF16", None),
+    "mistral_f32_sharded": (tm.ARCH_BASE["mistral"], "F32", "12MB"),
+    "gemma_f16": (tm.ARCH_BASE["gemma"], "F16", None),
+    "gemma2_f32": (tm.ARCH_BASE["gemma2"], "F32", None),
+    "gemma3_bf16": (tm.ARCH_BASE["gemma3"], "BF16", None),
+    "gemma3_linear_f16": (tm.ARCH_SPECS["gemma3_f16_linear"], "F16", None),  # scaled global RoPE only
+    "phi3_f16": (tm.ARCH_BASE["phi3"], "F16", None),
 }
 ARCHITECTURE = {"qwen2": "qwen2", "qwen3": "qwen3", "mistral": "llama", "gemma": "gemma", "gemma2": "gemma2",
                 "gemma3": "gemma3", "phi3": "phi3"}
@@ -73,12 +74,12 @@ def test_logits_match_transformers(name, checkpoint, tokens, akunu_mod):
     assert {k: cfg[k] for k in expect} == expect
     assert cfg["attn_logit_softcap"] == pytest.approx(spec.attn_softcap or 0.0)
     assert cfg["final_logit_softcap"] == pytest.approx(spec.final_softcap or 0.0)
-    assert cfg["embedding_scale"] == pytest.approx(spec.hidden ** 0.5 if spec.family in gm.GEMMA_FAMILY else 0.0)
+    assert cfg["embedding_scale"] == pytest.approx(spec.hidden ** 0.5 if spec.family in tm.GEMMA_FAMILY else 0.0)
     matrices = {t[1] for t in m.tensors if len(t[2]) == 2}
     assert matrices == {dtype}, matrices
     got = m.logits(tokens)
     assert got.shape == ref.shape and got.dtype == np.float32 and np.isfinite(got).all()
-    ok, c = gm.criterion(ref, got)
+    ok, c = rf.criterion(ref, got)
     assert ok, f"{name}: {c}"
 
 
@@ -123,7 +124,7 @@ def test_wrong_table_entry_fails_the_criterion(name, broken, model_type, edit, c
 
     path, ref = checkpoint(name)
     monkeypatch.setitem(hf_architectures.ARCHITECTURES, model_type, edit(hf_architectures.ARCHITECTURES[model_type]))
-    ok, c = gm.criterion(ref, akunu_mod.Model(str(path), backend="cpu").logits(tokens))
+    ok, c = rf.criterion(ref, akunu_mod.Model(str(path), backend="cpu").logits(tokens))
     assert not ok, f"{name} loaded with {broken} still passes: {c}"
 
 
@@ -138,7 +139,7 @@ WRONG_CONFIG = [
 def test_misread_config_fails_the_criterion(name, misread, edit, checkpoint, tokens, tmp_path, akunu_mod):
     path, ref = checkpoint(name)
     wrong = hc.edited_copy(path, tmp_path / "wrong", edit)
-    ok, c = gm.criterion(ref, akunu_mod.Model(str(wrong), backend="cpu").logits(tokens))
+    ok, c = rf.criterion(ref, akunu_mod.Model(str(wrong), backend="cpu").logits(tokens))
     assert not ok, f"{name} with {misread} misread still passes: {c}"
 
 
@@ -185,12 +186,12 @@ def test_qwen2_window_from_max_window_layers(checkpoint, tokens, tmp_path, akunu
     on = hc.edited_copy(off, tmp_path / "on", lambda c: c.update(use_sliding_window=True, max_window_layers=1))
     m = akunu_mod.Model(str(on), backend="cpu")
     assert (m.config["sliding_window"], m.config["sliding_layers"]) == (16, [False, True])
-    ref = gm.hf_logits(hc.load_reference(on), tokens)
+    ref = rf.hf_logits(hc.load_reference(on), tokens)
     assert ref.shape == (len(tokens), 32000)
-    ok, c = gm.criterion(ref, m.logits(tokens))
+    ok, c = rf.criterion(ref, m.logits(tokens))
     assert ok, c
     _, full = checkpoint("qwen2_f16")
-    assert not gm.criterion(ref, full)[0], "the window must change the model"
+    assert not rf.criterion(ref, full)[0], "the window must change the model"
 
 
 # ------------------------------------------------------------------ MLX, refusals
@@ -199,10 +200,10 @@ def test_qwen2_window_from_max_window_layers(checkpoint, tokens, tmp_path, akunu
 def test_mlx_gemma3_matches_transformers_on_dequantized_weights(tmp_path, tokenizer_dir, tokens, akunu_mod):
     """The tensor table is shared with SafeTensors: an MLX 4-bit Gemma 3 (tied quantized embedding,
     (1 + w) norms and QK-norms kept float) runs as transformers does on its dequantized weights."""
-    path, ref, _ = hc.save_mlx_checkpoint(gm.ARCH_BASE["gemma3"], tmp_path / "mlx", tokenizer_dir, 4, 64)
+    path, ref, _ = hc.save_mlx_checkpoint(tm.ARCH_BASE["gemma3"], tmp_path / "mlx", tokenizer_dir, 4, 64)
     m = akunu_mod.Model(str(path), backend="cpu")
     assert m.format == "mlx" and m.config["architecture"] == "gemma3"
-    ok, c = gm.criterion(gm.hf_logits(ref, tokens), m.logits(tokens))
+    ok, c = rf.criterion(rf.hf_logits(ref, tokens), m.logits(tokens))
     assert ok, c
 
 

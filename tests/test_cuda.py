@@ -287,7 +287,7 @@ def test_gqa_decode_attention_many_splits_match_cpu(gguf_dir, monkeypatch):
 def test_gqa_decode_attention_over_32_splits_match_cpu(kv_cache_dtype, gguf_dir):
     """One KV head at 9000 keys: 35 splits of 256 keys (two per lane in the merge of the split
     weights), with the F16 and the Q8_0 cache."""
-    path, _ = gm.build_tiny_gguf(SPECS["q8_0_hd128"], gguf_dir)
+    path, _ = gw.build_gguf(SPECS["q8_0_hd128"], gguf_dir)
     cpu, cuda = (akunu.Model(str(path), backend=b, context_length=9216, kv_cache_dtype=kv_cache_dtype)
                  for b in ("cpu", "cuda"))
     assert_long_decode_matches(cpu, cuda, n_ctx=9000, steps=6)
@@ -325,7 +325,7 @@ CUDA_RING_EXTRA_ROWS = 2048
 
 @pytest.mark.parametrize("name", ["mistral_hd64", "gemma2_hd64"])
 def test_sliding_layers_hold_a_ring_on_cuda(name, gguf_dir):
-    path, _ = gm.build_arch_gguf(GQA_ARCH[name], gguf_dir)
+    path, _ = gw.build_gguf(GQA_ARCH[name], gguf_dir)
     model = akunu.Model(str(path), backend="cuda", context_length=4096)
     cfg = model.config
     local = sum(1 for s in cfg["sliding_layers"] if s)
@@ -345,7 +345,7 @@ def test_wrapped_ring_matches_cpu(name, kv_cache_dtype, attn_long, gguf_dir, mon
     kernel (from 1024 keys by default) or the per-query-head one (AKUNU_CUDA_ATTN_LONG=0), over the
     F16 or the Q8_0 cache."""
     monkeypatch.setenv("AKUNU_CUDA_ATTN_LONG", attn_long)
-    path, _ = gm.build_arch_gguf(GQA_ARCH[name], gguf_dir)
+    path, _ = gw.build_gguf(GQA_ARCH[name], gguf_dir)
     cpu, cuda = (akunu.Model(str(path), backend=b, context_length=4096, kv_cache_dtype=kv_cache_dtype)
                  for b in ("cpu", "cuda"))
     assert_long_decode_matches(cpu, cuda, n_ctx=2600, steps=16)

@@ -6,7 +6,7 @@
 // benchmarks/HISTORY.md, 2026-11-22, 7931fe2). dp2a multiplies two int16 by two weight bytes into
 // an exact int32 in one instruction, ~1.1 per weight.
 //
-// x is quantized exactly as the CPU backend quantizes it (ADR 0002, quant_kernels.cpp): int16 with
+// x is quantized exactly as the CPU backend quantizes it (ADR 0002, cpu/act_quant.cpp): int16 with
 // one scale per 32-element block, d = max|x| / 32767, q = roundf(x * (1 / d)) (ties away from zero), so
 // both backends see the same integers. Each warp quantizes only the blocks it will read, into its
 // own slice of shared memory, so no block-wide barrier stands between the weight loads and the

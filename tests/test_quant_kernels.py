@@ -1,4 +1,5 @@
-"""CPU row kernels (src/backend/cpu/quant_kernels.cpp) against gguf-py and a float64 numpy reference.
+"""CPU row kernels (src/backend/cpu/dequantize.cpp, gemm_tiles.cpp, act_quant.cpp) against gguf-py and a
+float64 numpy reference.
 
 Goes through the test seams in akunu._testing (src/python/bind_testing_kernels.cpp, bind_testing_device.cpp):
   _testing.dequantize(dtype_name, raw: bytes, n) -> float32[n]

@@ -24,7 +24,8 @@
 #include <vector>
 
 #include "backend/cpu/cpu_device.h"
-#include "backend/cpu/quant_kernels.h"
+#include "backend/cpu/dtypes.h"
+#include "backend/cpu/repacked_layout.h"
 #include "core/arch_descriptor.h"
 #include "core/dispatch_table.h"
 #include "core/dtype.h"

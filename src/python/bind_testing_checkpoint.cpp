@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/quant_kernels.h"
+#include "backend/cpu/dequantize.h"
 #include "core/dtype.h"
 #include "python/bind_testing.h"
 #include "weights/mlx_quant.h"

@@ -15,7 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/quant_kernels.h"
+#include "backend/cpu/dtypes.h"
+#include "backend/cpu/repacked_layout.h"
 #include "core/device.h"
 #include "core/dispatch_table.h"
 #include "core/dtype.h"

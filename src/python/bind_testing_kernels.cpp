@@ -1,6 +1,7 @@
-// akunu._testing's CPU row kernels (src/backend/cpu/quant_kernels.h, vec_math.h) on raw bytes:
-// dequantize a GGUF row, run gemm_rows on raw weight rows (file layout or the load-time repacked
-// one), and the vector exp / SiLU. For tests/test_quant_kernels.py and test_vec_math.py.
+// akunu._testing's CPU row kernels (src/backend/cpu/: dequantize.h, gemm_tiles.h, repacked_layout.h,
+// act_quant.h, vec_math.h) on raw bytes: dequantize a GGUF row, run gemm_rows on raw weight rows
+// (file layout or the load-time repacked one), and the vector exp / SiLU. For
+// tests/test_quant_kernels.py and test_vec_math.py.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
@@ -10,7 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/quant_kernels.h"
+#include "backend/cpu/act_quant.h"
+#include "backend/cpu/dequantize.h"
+#include "backend/cpu/dtypes.h"
+#include "backend/cpu/gemm_tiles.h"
+#include "backend/cpu/repacked_layout.h"
 #include "backend/cpu/vec_math.h"
 #include "core/dtype.h"
 #include "python/bind_testing.h"

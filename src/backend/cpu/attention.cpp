@@ -2,9 +2,9 @@
 #include <cmath>
 #include <vector>
 
+#include "backend/cpu/convert.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/quant_helpers.h"
-#include "backend/cpu/quant_kernels.h"
 #include "backend/cpu/simd_config.h"
 #include "backend/cpu/vec_math.h"
 #include "core/kernel_params.h"

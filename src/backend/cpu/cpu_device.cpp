@@ -11,10 +11,11 @@
 #include <thread>
 
 #include "backend/cpu/cpu_kernel.h"
-#include "backend/cpu/quant_kernels.h"
+#include "backend/cpu/repacked_layout.h"
 #include "backend/cpu/simd_config.h"
 #include "core/dispatch_table.h"
 #include "core/errors.h"
+#include "core/quant_blocks.h"
 
 namespace akunu::cpu {
 
@@ -22,7 +23,7 @@ namespace {
 
 size_t q16_act_row_bytes(size_t K) { return (K / QK_ACT) * sizeof(BlockQ16Act); }
 
-// Q4_0 / Q4_1 / Q8_0 are repacked at load into groups of interleaved rows (quant_kernels.h: "r16"
+// Q4_0 / Q4_1 / Q8_0 are repacked at load into groups of interleaved rows (repacked_layout.h: "r16"
 // on AVX-512 VNNI builds, "r8" elsewhere; r16 builds also repack Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K,
 // Q6_K and IQ4_XS) so that the decode GEMV streams one contiguous run per group. The copy
 // replaces the aliased mmap pages.

@@ -1,8 +1,9 @@
 #include <algorithm>
 
+#include "backend/cpu/dequantize.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/kquant_kernels.h"
-#include "backend/cpu/quant_kernels.h"
+#include "backend/cpu/repacked_layout.h"
 #include "backend/cpu/simd_config.h"
 #include "core/kernel_params.h"
 

@@ -1,8 +1,8 @@
 #include <algorithm>
 
+#include "backend/cpu/gemm_tiles.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/kquant_kernels.h"
-#include "backend/cpu/quant_kernels.h"
 #include "backend/cpu/simd_config.h"
 #include "core/kernel_params.h"
 

@@ -7,7 +7,7 @@ namespace akunu::cpu {
 
 template <DType T> void embedding_kernel(const KernelArgs &a, int64_t begin, int64_t end);  // embedding.cpp
 template <DType T> void gemm_kernel(const KernelArgs &a, int64_t begin, int64_t end);       // gemm.cpp
-// Weights in the build's load-time repacked layout, r8 or r16 (quant_kernels.h, repack_weights).
+// Weights in the build's load-time repacked layout, r8 or r16 (repacked_layout.h).
 template <DType T> void embedding_repacked_kernel(const KernelArgs &a, int64_t begin, int64_t end);  // embedding.cpp
 template <DType T> void gemm_repacked_kernel(const KernelArgs &a, int64_t begin, int64_t end);       // gemm.cpp
 void act_quant_q16_kernel(const KernelArgs &a, int64_t begin, int64_t end);                  // act_quant.cpp

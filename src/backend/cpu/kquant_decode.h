@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "backend/cpu/quant_kernels.h"
+#include "backend/cpu/convert.h"
 #include "backend/cpu/simd_config.h"
 #include "core/dtype.h"
 #include "core/kquant_blocks.h"

@@ -238,7 +238,7 @@ template <DType T> struct PickTile {
     template <int RN, int RM> static constexpr TileFn at() { return pick_tile<T, RN, RM>(); }
 };
 
-// Same chunking as quant_kernels.cpp's gemm_rows_typed: ~256 KiB of weight rows stay in L2 while
+// Same chunking as gemm_tiles.cpp's gemm_rows_typed: ~256 KiB of weight rows stay in L2 while
 // ~256 KiB of activation rows sweep past them.
 template <DType T> void gemm_rows_kquant(const GemmArgs &a, int64_t n_begin, int64_t n_end) {
     static constexpr TileTable<TileFn, kMaxN, kMaxM, PickTile<T>> table{};

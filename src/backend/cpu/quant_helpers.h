@@ -1,9 +1,12 @@
-// Small inline helpers shared by the quantized row kernels (quant_kernels.cpp, r8_layout.cpp).
+// Small inline helpers shared by the quantized row kernels (dequantize.cpp, gemm_tiles.cpp,
+// kquant_kernels.cpp, r8_layout.cpp).
 #pragma once
 #include <cstdint>
 
-#include "backend/cpu/quant_kernels.h"
+#include "backend/cpu/convert.h"
+#include "backend/cpu/gemm_tiles.h"
 #include "backend/cpu/simd_config.h"
+#include "core/quant_blocks.h"
 
 namespace akunu::cpu {
 

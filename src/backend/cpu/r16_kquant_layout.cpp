@@ -42,8 +42,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backend/cpu/dequantize.h"
 #include "backend/cpu/repacked_gemm_loop.h"
 #include "core/kquant_blocks.h"
+#include "core/quant_blocks.h"
 
 namespace akunu::cpu::r16k {
 

@@ -6,7 +6,7 @@
 #pragma once
 #include <cstdint>
 
-#include "backend/cpu/quant_kernels.h"
+#include "backend/cpu/gemm_tiles.h"
 
 namespace akunu::cpu::r16k {
 

@@ -1,7 +1,7 @@
 // The "r16" layout, used instead of r8 (r8_layout.cpp) on builds for CPUs with AVX-512 VNNI:
 // Q4_0 / Q4_1 / Q8_0 weights repacked at load into groups of 16 interleaved rows, their GEMM
 // against BlockQ8x2Act activations (quantize_row_act_q8x2), and the way back to GGUF blocks.
-// Layout described in quant_kernels.h.
+// Layout described in repacked_layout.h.
 //
 // Why a second layout: vpdpbusd multiplies 64 unsigned bytes by 64 signed bytes and adds each
 // group of four products into an int32 lane, in one instruction. With 16 rows interleaved four
@@ -16,11 +16,13 @@
 // about it wherever they are inlined; nothing here reads an undefined value.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
-#include "backend/cpu/quant_kernels.h"
+#include "backend/cpu/repacked_layout.h"
 #include "backend/cpu/simd_config.h"
 
 #if defined(AKUNU_CPU_VNNI512)
 
+#include "backend/cpu/act_quant.h"
+#include "backend/cpu/dequantize.h"
 #include "backend/cpu/r16_kquant_layout.h"
 #include "backend/cpu/repacked_gemm_loop.h"
 

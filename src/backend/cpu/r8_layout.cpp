@@ -1,8 +1,8 @@
 // The "r8" layout: Q4_0 / Q4_1 / Q8_0 weights repacked at load into groups of 8 interleaved rows
 // (repack_weights), their GEMM (gemm_rows_repacked) and the way back to GGUF blocks
-// (dequantize_row_repacked, for embeddings and tests). Layout described in quant_kernels.h.
+// (dequantize_row_repacked, for embeddings and tests). Layout described in repacked_layout.h.
 // Builds for AVX-512 VNNI use the r16 layout instead (r16_layout.cpp).
-#include "backend/cpu/quant_kernels.h"
+#include "backend/cpu/repacked_layout.h"
 #include "backend/cpu/simd_config.h"
 
 #if !defined(AKUNU_CPU_VNNI512)
@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backend/cpu/act_quant.h"
+#include "backend/cpu/dequantize.h"
 #include "backend/cpu/quant_helpers.h"
 #include "backend/cpu/repacked_gemm_loop.h"
 
@@ -18,7 +20,7 @@ namespace akunu::cpu {
 namespace {
 
 // ---------------------------------------------------------------------------------------------
-// "r8" repacked Q4_0 / Q4_1 / Q8_0 (layout: quant_kernels.h, repack_weights)
+// "r8" repacked Q4_0 / Q4_1 / Q8_0 (layout: repacked_layout.h)
 // ---------------------------------------------------------------------------------------------
 //
 // Decode is a stream over the weights, so the inner loop is built for ops per weight byte: per

@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "backend/cpu/quant_kernels.h"
+#include "backend/cpu/gemm_tiles.h"
 #include "backend/cpu/simd_config.h"
 
 namespace akunu::cpu {

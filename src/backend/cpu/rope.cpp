@@ -1,7 +1,7 @@
 #include <cmath>
 
+#include "backend/cpu/convert.h"
 #include "backend/cpu/kernels.h"
-#include "backend/cpu/quant_kernels.h"
 #include "core/kernel_params.h"
 #include "core/kv_cache_q8.h"
 

@@ -1,5 +1,5 @@
 // Compile-time SIMD selection and floating-point contraction control shared by the CPU row kernels
-// (quant_kernels.cpp, kquant_kernels.cpp).
+// (dequantize.cpp, act_quant.cpp, gemm_tiles.cpp, kquant_kernels.cpp, the r8 / r16 layouts).
 #pragma once
 
 // AVX2+FMA+F16C (AVX-512 machines use it too). AKUNU_FORCE_SCALAR disables SIMD, to test the

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "backend/cpu/quant_kernels.h"
+#include "backend/cpu/convert.h"
 #include "backend/cuda/g8_layout.h"
 #include "core/dispatch_table.h"
 #include "core/errors.h"

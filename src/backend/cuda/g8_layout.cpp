@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "backend/cpu/quant_kernels.h"
+#include "backend/cpu/convert.h"
 #include "core/errors.h"
 #include "core/kquant_blocks.h"
 #include "core/quant_blocks.h"

@@ -1,75 +1,24 @@
-// CPU row kernels for every weight dtype: dequantize a row, quantize activations, and the
-// dot-product "GEMM over a range of weight rows" that both decode (M = 1) and prefill (M = S) use.
-// Vectorized for AVX2+FMA+F16C (plus AVX-512 VNNI for the repacked layout, r16_layout.cpp);
-// everything else, NEON included for now, takes the scalar fallback. -DAKUNU_FORCE_SCALAR forces
-// the fallback (for testing).
+// The load-time repacked weight layout of this build: "r16" where the compiler targets AVX-512
+// VNNI (r16_layout.cpp, r16_kquant_layout.cpp), "r8" everywhere else (r8_layout.cpp). Repacking,
+// the GEMM over it, the activation row it wants and the way back to floats; the layouts below.
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <string>
 
+#include "backend/cpu/gemm_tiles.h"
 #include "core/dtype.h"
-#include "core/quant_blocks.h"
 
 namespace akunu::cpu {
 
-// fp16/bf16 <-> f32 scalar conversions (bit-exact, round-to-nearest-even on the way down).
-float fp16_to_f32(uint16_t h);
-uint16_t f32_to_fp16(float f);
-float bf16_to_f32(uint16_t h);
-
-// Dequantize `k` elements (one row; k a multiple of the block size) of dtype `t` into dst.
-// Bit-exact with gguf-py's dequantize for every dtype cpu_supports_dtype accepts.
-void dequantize_row(DType t, const void *src, float *dst, int64_t k);
-
-// Activation quantization for the integer dot products: k floats -> k/32 BlockQ16Act.
-// Per block, in float32: d = max|x| / 32767, q = roundf(x * (1 / d)) (ties away from zero; d = 0
-// gives q = 0), sum = d * sum(q); q stored in the block's element order (see quant_blocks.h).
-// SIMD and scalar produce identical bytes.
-void quantize_row_act(const float *x, BlockQ16Act *dst, int64_t k);
-
-// Activation quantization for the r16 layout (AVX-512 VNNI builds only): k floats -> k/32
-// BlockQ8x2Act. Per block: d = max|x| / 16383, q = x / d rounded to nearest even, split into the
-// digits hi = q >> 7 and lo = q & 127; qsum = sum(q), sum = d * qsum.
-void quantize_row_act_q8x2(const float *x, BlockQ8x2Act *dst, int64_t k);
-
-// What the dot product of a dtype wants as its activation row, on GGUF rows.
-enum class ActFormat { F32, Q16Act };
-ActFormat act_format_for(DType weight_type);
 // The activation row the repacked layout of this build wants (BlockQ16Act for r8, BlockQ8x2Act
 // for r16): its size for K elements, and the conversion.
 size_t repacked_act_row_bytes(int64_t K);
 void quantize_row_act_repacked(const float *x, void *dst, int64_t k);
 
-// y[m * y_stride + n] (+)= dot(W row n, X row m) for n in [n_begin, n_end), m in [0, M).
-//  - W rows are `w_row_bytes` apart (GGUF: row n of a [N, K] weight is K elements of dtype t).
-//  - X rows are `x_row_bytes` apart, in act_format_for(t): float[K] or BlockQ16Act[K/32]
-//    (repacked: as quantize_row_act_repacked writes them).
-//  - accumulate: add into y instead of overwriting (fuses the residual add).
-// Loop order keeps a block of weight rows hot in cache while all M activation rows stream by.
-struct GemmArgs {
-    DType type;
-    const uint8_t *w;
-    size_t w_row_bytes;
-    const uint8_t *x;
-    size_t x_row_bytes;
-    float *y;
-    size_t y_stride;  // floats between output rows
-    int64_t K;
-    int64_t M;
-    bool accumulate;
-    // W is in this build's repacked layout (see repack_weights) instead of GGUF rows; w_row_bytes
-    // is still the GGUF row size (a group of G rows spans G * w_row_bytes bytes).
-    bool repacked = false;
-};
-void gemm_rows(const GemmArgs &args, int64_t n_begin, int64_t n_end);
 // gemm_rows for args.repacked (r8_layout.cpp or r16_layout.cpp).
 void gemm_rows_repacked(const GemmArgs &args, int64_t n_begin, int64_t n_end);
 
 // ---- Load-time repacking of Q4_0, Q4_1 and Q8_0 (r16 builds: also Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K, IQ4_XS) ----
-// One layout per build: "r16" where the compiler targets AVX-512 VNNI (r16_layout.cpp), "r8"
-// everywhere else (r8_layout.cpp).
-//
 // r8: rows are taken in groups of 8 (the last group padded with zero rows); a group is stored block
 // by block, each group-block being
 //   Q4_0: fp16 d[8] | nibbles[128]                    (144 bytes = 8 GGUF blocks)
@@ -103,11 +52,5 @@ size_t repacked_bytes(DType t, int64_t rows, int64_t K);
 void repack_weights(DType t, const void *src, void *dst, int64_t rows, int64_t K);
 // Row `row` of a repacked matrix, dequantized (bit-exact with dequantize_row of the GGUF row).
 void dequantize_row_repacked(DType t, const void *packed, int64_t row, float *dst, int64_t K);
-
-// True if gemm_rows/dequantize_row handle this weight dtype.
-bool cpu_supports_dtype(DType t);
-
-// Weight dtype by GGML name ("Q4_0", "f16", ...; case-insensitive), for dtypes this file supports.
-bool dtype_from_name(const std::string &name, DType *out);
 
 }  // namespace akunu::cpu

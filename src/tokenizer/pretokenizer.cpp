@@ -100,12 +100,135 @@ size_t match_llama3(const Cursor &c, size_t i, size_t max_digits) {
     return i + 1;
 }
 
+// qwen35: llama.cpp's hand-written splitter for
+// (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+// (the letter alternative starts wherever the next code point is a letter or mark).
+size_t match_qwen35(const Cursor &c, size_t i) {
+    if (size_t k = match_contraction(c, i, true)) return k;
+    auto word = [&](size_t k) { return k < c.end && (c.t.cls[k] == unicode::kLetter || c.t.cls[k] == unicode::kMark); };
+    if (!c.newline(i) && !c.number(i) && (word(i) || word(i + 1))) {
+        size_t k = i + 1;
+        while (word(k)) ++k;
+        return k;
+    }
+    if (c.number(i)) return i + 1;
+    auto other = [&](size_t k) { return k < c.end && !c.space(k) && !word(k) && !c.number(k); };
+    const bool sp = c.at(i) == ' ';
+    if (sp ? (i + 1 >= c.end || other(i + 1)) : other(i)) {
+        size_t k = sp ? i + 1 : i;
+        while (other(k)) ++k;
+        while (c.newline(k)) ++k;
+        return k;
+    }
+    if (c.space(i)) {
+        size_t last_nl = SIZE_MAX;
+        for (size_t j = i; c.space(j); ++j)
+            if (c.newline(j)) last_nl = j;
+        if (last_nl != SIZE_MAX) return last_nl + 1;
+        return match_trailing_space(c, i);
+    }
+    return i + 1;
+}
+
+// --- the regexes of the multi-stage pre-tokenizers -----------------------------------------
+// llama.cpp runs those without \p{..} classes through std::wregex on the code points, with every
+// non-ASCII whitespace replaced by U+000B (so it matches \s and no listed range); those with
+// \p{..} run on one byte per code point standing for its category. Both come down to: \s is
+// Unicode White_Space, \p{X} is the general category X, and a listed range never holds a
+// non-ASCII whitespace.
+
+struct Range { uint32_t first, last; };
+
+bool in_ranges(uint32_t cp, const Range *r, size_t n) {
+    size_t lo = 0, hi = n;  // first range with last >= cp
+    while (lo < hi) {
+        const size_t mid = (lo + hi) / 2;
+        if (r[mid].last < cp) lo = mid + 1; else hi = mid;
+    }
+    return lo < n && r[lo].first <= cp;
+}
+
+// DeepSeek LLM's letter class (its tokenizer.json's \s?[A-Za-zµÀ-ÖØ-öø-ƺ...]+), sorted and merged.
+const Range kDeepseekLetters[] = {
+    {0x41, 0x5A}, {0x61, 0x7A}, {0xB5, 0xB5}, {0xC0, 0xD6}, {0xD8, 0xF6}, {0xF8, 0x1BA}, {0x1BC, 0x1BF},
+    {0x1C4, 0x293}, {0x295, 0x2AF}, {0x370, 0x373}, {0x376, 0x377}, {0x37B, 0x37D}, {0x37F, 0x37F},
+    {0x386, 0x386}, {0x388, 0x38A}, {0x38C, 0x38C}, {0x38E, 0x3A1}, {0x3A3, 0x3F5}, {0x3F7, 0x481},
+    {0x48A, 0x52F}, {0x531, 0x556}, {0x10A0, 0x10C5}, {0x13A0, 0x13F5}, {0x13F8, 0x13FD}, {0x1C90, 0x1CBA},
+    {0x1CBD, 0x1CBF}, {0x1D00, 0x1D2B}, {0x1D6B, 0x1D77}, {0x1D79, 0x1D9A}, {0x1E00, 0x1F15}, {0x1F18, 0x1F1D},
+    {0x1F20, 0x1F45}, {0x1F48, 0x1F4D}, {0x1F50, 0x1F57}, {0x1F59, 0x1F59}, {0x1F5B, 0x1F5B}, {0x1F5D, 0x1F5D},
+    {0x1F5F, 0x1F7D}, {0x1F80, 0x1FB4}, {0x1FB6, 0x1FBC}, {0x1FBE, 0x1FBE}, {0x1FC2, 0x1FC4}, {0x1FC6, 0x1FCC},
+    {0x1FD0, 0x1FD3}, {0x1FD6, 0x1FDB}, {0x1FE0, 0x1FEC}, {0x1FF2, 0x1FF4}, {0x1FF6, 0x1FFC}, {0x2102, 0x2102},
+    {0x2107, 0x2107}, {0x210A, 0x2113}, {0x2115, 0x2115}, {0x2119, 0x211D}, {0x2124, 0x2124}, {0x2126, 0x2126},
+    {0x2128, 0x2128}, {0x212A, 0x212D}, {0x212F, 0x2134}, {0x2139, 0x2139}, {0x213C, 0x213F}, {0x2145, 0x2149},
+    {0x214E, 0x214E}, {0x2183, 0x2184}, {0x2C00, 0x2C7B}, {0x2C7E, 0x2CE4}, {0x2CEB, 0x2CEE}, {0x2CF2, 0x2CF3},
+    {0xA640, 0xA66D}, {0xA680, 0xA69B}, {0xA722, 0xA76F}, {0xA771, 0xA787}, {0xA78B, 0xA78E}, {0xAB70, 0xABBF},
+    {0xFB00, 0xFB06}, {0xFB13, 0xFB17}, {0xFF21, 0xFF3A}, {0xFF41, 0xFF5A}, {0x10400, 0x1044F},
+    {0x104B0, 0x104D3}, {0x104D8, 0x104FB}, {0x10C80, 0x10CB2}, {0x10CC0, 0x10CF2}, {0x118A0, 0x118DF},
+    {0x1E900, 0x1E943},
+};
+// [!-/:-~！-／：-～‘-‟　-。] (the ASCII range :-~ holds the ASCII letters too).
+const Range kDeepseekPunct[] = {{0x21, 0x2F}, {0x3A, 0x7E}, {0x2018, 0x201F}, {0x3000, 0x3002},
+                                {0xFF01, 0xFF0F}, {0xFF1A, 0xFF5E}};
+// [一-龥ࠀ-一가-퟿]: U+0800..U+9FA5 and U+AC00..U+D7FF.
+const Range kDeepseekCjk[] = {{0x800, 0x9FA5}, {0xAC00, 0xD7FF}};
+
+template <size_t N>
+bool listed(const Cursor &c, size_t k, const Range (&r)[N]) {
+    if (k >= c.end || (c.t.space[k] && c.t.cps[k] >= 0x80)) return false;  // U+000B for std::wregex
+    return in_ranges(c.t.cps[k], r, N);
+}
+
+// Each returns the end of the match starting at i, or i when none starts there.
+size_t match_punct_run(const Cursor &c, size_t i, bool backtick) {  // [\p{P}\$\+<=>\^~\|`?]+
+    auto in = [&](size_t k) {
+        if (k >= c.end) return false;
+        const uint32_t cp = c.t.cps[k];
+        if (cp == '$' || cp == '+' || cp == '<' || cp == '=' || cp == '>' || cp == '^' || cp == '~' || cp == '|')
+            return true;
+        if (backtick && cp == '`') return true;
+        return c.t.cls[k] == unicode::kPunct && !c.t.space[k];
+    };
+    size_t k = i;
+    while (in(k)) ++k;
+    return k;
+}
+size_t match_numbers(const Cursor &c, size_t i) {  // \p{N}+
+    size_t k = i;
+    while (c.number(k)) ++k;
+    return k;
+}
+size_t match_number(const Cursor &c, size_t i) { return c.number(i) ? i + 1 : i; }  // \p{N}
+size_t match_three_digits(const Cursor &c, size_t i) {  // [0-9][0-9][0-9]
+    for (size_t k = i; k < i + 3; ++k)
+        if (!(c.at(k) >= '0' && c.at(k) <= '9')) return i;
+    return i + 3;
+}
+size_t match_newline(const Cursor &c, size_t i) { return c.newline(i) ? i + 1 : i; }  // [\r\n]
+// \s?X+ for a class X that holds no whitespace: the optional space is taken only if X follows.
+template <typename F>
+size_t match_space_run(const Cursor &c, size_t i, F in) {
+    size_t k = c.space(i) ? i + 1 : i;
+    if (!in(k)) return i;
+    while (in(k)) ++k;
+    return k;
+}
+template <typename F>
+size_t match_run(size_t i, F in) {
+    size_t k = i;
+    while (in(k)) ++k;
+    return k;
+}
+
 }  // namespace
 
 PreTokenizer PreTokenizer::from_name(const std::string &pre) {
     // Names as written by llama.cpp's convert_hf_to_gguf.py (tokenizer.ggml.pre).
-    if (pre.empty() || pre == "default" || pre == "gpt-2" || pre == "phi-2" || pre == "mpt" || pre == "olmo")
-        return PreTokenizer(Kind::GPT2);
+    if (pre.empty() || pre == "default") return PreTokenizer(Kind::DEFAULT);
+    if (pre == "gpt-2" || pre == "phi-2" || pre == "mpt" || pre == "olmo") return PreTokenizer(Kind::GPT2);
+    if (pre == "falcon") return PreTokenizer(Kind::FALCON);
+    if (pre == "deepseek-llm") return PreTokenizer(Kind::DEEPSEEK_LLM);
+    if (pre == "deepseek-coder") return PreTokenizer(Kind::DEEPSEEK_CODER);
+    if (pre == "qwen35") return PreTokenizer(Kind::QWEN35);
     if (pre == "llama3" || pre == "llama-v3" || pre == "llama-bpe" || pre == "falcon3")
         return PreTokenizer(Kind::LLAMA3);
     if (pre == "qwen2" || pre == "stablelm2") return PreTokenizer(Kind::QWEN2);
@@ -119,33 +242,119 @@ void PreTokenizer::split(std::string_view text, std::vector<std::pair<uint32_t, 
     t.assign(text.data(), text.size());
     const size_t n = t.cps.size();
     auto emit = [&](size_t b, size_t e) { out.emplace_back(t.offsets[b], t.offsets[e]); };
-    auto run = [&](size_t b, size_t e) {  // split [b, e) with this kind's main regex
+    // A regex that splits [b, e) completely, match after match (the hand-written splitters).
+    auto run = [&](size_t b, size_t e) {
         Cursor c{t, e};
         for (size_t i = b; i < e;) {
             size_t j = 0;
             switch (kind_) {
                 case Kind::LLAMA3: j = match_llama3(c, i, 3); break;
                 case Kind::QWEN2: j = match_llama3(c, i, 1); break;
+                case Kind::QWEN35: j = match_qwen35(c, i); break;
                 default: j = match_gpt2(c, i); break;
             }
             emit(i, j);
             i = j;
         }
     };
-    if (kind_ != Kind::DIGITS_GPT2) {
-        run(0, n);
-        return;
+    switch (kind_) {
+        case Kind::GPT2: case Kind::LLAMA3: case Kind::QWEN2: case Kind::QWEN35:
+            run(0, n);
+            return;
+        default: break;
     }
-    // Digits are isolated first; the text between them is split on its own (lookaheads stop
-    // at the segment end, as with HF's Sequence of pre-tokenizers).
-    size_t seg = 0;
-    for (size_t i = 0; i < n; ++i) {
-        if (t.cls[i] != unicode::kNumber) continue;
-        if (seg < i) run(seg, i);
-        emit(i, i + 1);
-        seg = i + 1;
+
+    // Multi-stage: `segs` holds the pieces so far as [begin, end) code point ranges.
+    using Segs = std::vector<std::pair<size_t, size_t>>;
+    Segs segs{{0, n}}, next;
+    // Splits every piece by a regex searched for left to right: the matches and the text
+    // between them become pieces (llama.cpp's unicode_regex_split_stl).
+    auto search = [&](auto match) {
+        next.clear();
+        for (const auto &s : segs) {
+            const Cursor c{t, s.second};
+            size_t gap = s.first;
+            for (size_t i = s.first; i < s.second;) {
+                const size_t j = match(c, i);
+                if (j > i) {
+                    if (gap < i) next.emplace_back(gap, i);
+                    next.emplace_back(i, j);
+                    i = gap = j;
+                } else {
+                    ++i;
+                }
+            }
+            if (gap < s.second) next.emplace_back(gap, s.second);
+        }
+        segs.swap(next);
+    };
+    // Splits every piece completely with the GPT-2 splitter (llama.cpp's custom one).
+    auto gpt2 = [&]() {
+        next.clear();
+        for (const auto &s : segs) {
+            const Cursor c{t, s.second};
+            for (size_t i = s.first; i < s.second;) {
+                const size_t j = match_gpt2(c, i);
+                next.emplace_back(i, j);
+                i = j;
+            }
+        }
+        segs.swap(next);
+    };
+    auto space = [&](const Cursor &c, size_t k) { return c.space(k); };
+    switch (kind_) {
+        case Kind::DIGITS_GPT2:
+            search(match_number);
+            gpt2();
+            break;
+        case Kind::DEFAULT:
+            search([](const Cursor &c, size_t i) { return match_punct_run(c, i, false); });
+            gpt2();
+            search(match_numbers);
+            search(match_three_digits);
+            break;
+        case Kind::FALCON:
+            search([](const Cursor &c, size_t i) { return match_punct_run(c, i, true); });
+            gpt2();
+            search(match_three_digits);
+            break;
+        case Kind::DEEPSEEK_LLM:
+            search(match_newline);
+            search([](const Cursor &c, size_t i) {
+                return match_space_run(c, i, [&](size_t k) { return listed(c, k, kDeepseekLetters); });
+            });
+            search([](const Cursor &c, size_t i) {
+                return match_space_run(c, i, [&](size_t k) { return listed(c, k, kDeepseekPunct); });
+            });
+            // \s+$: the whitespace ending a piece.
+            next.clear();
+            for (const auto &s : segs) {
+                const Cursor c{t, s.second};
+                size_t k = s.second;
+                while (k > s.first && space(c, k - 1)) --k;
+                if (k > s.first) next.emplace_back(s.first, k);
+                if (k < s.second) next.emplace_back(k, s.second);
+            }
+            segs.swap(next);
+            search([](const Cursor &c, size_t i) {
+                return match_run(i, [&](size_t k) { return listed(c, k, kDeepseekCjk); });
+            });
+            search(match_numbers);
+            break;
+        case Kind::DEEPSEEK_CODER:
+            search(match_newline);
+            search([](const Cursor &c, size_t i) { return match_space_run(c, i, [&](size_t k) { return c.letter(k); }); });
+            search([](const Cursor &c, size_t i) {
+                return match_space_run(c, i, [&](size_t k) { return k < c.end && c.t.cls[k] == unicode::kPunct; });
+            });
+            search([](const Cursor &c, size_t i) {
+                return match_run(i, [&](size_t k) { return listed(c, k, kDeepseekCjk); });
+            });
+            search(match_number);
+            break;
+        default: break;
     }
-    if (seg < n) run(seg, n);
+    for (const auto &s : segs) emit(s.first, s.second);
 }
 
 }  // namespace akunu

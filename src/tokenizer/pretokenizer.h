@@ -17,6 +17,13 @@ public:
         LLAMA3,       // (?i:'s|...)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
         QWEN2,        // as LLAMA3 but \p{N} (single digits)
         DIGITS_GPT2,  // \p{N} isolated first, then GPT2 on the rest (smollm, starcoder, ...)
+        QWEN35,       // as QWEN2 with marks joining letters: [^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+, ?[^\s\p{L}\p{M}\p{N}]+
+        // Several regexes in a row, each splitting the pieces the previous one left (llama.cpp's
+        // regex_exprs lists): matches and the text between them both become pieces.
+        DEFAULT,         // [\p{P}$+<=>^~|]+ ; GPT2 ; \p{N}+ ; [0-9]{3}   (no or "default" pre: aquila, gpt-neox)
+        FALCON,          // [\p{P}$+<=>^~|`]+ ; GPT2 ; [0-9]{3}
+        DEEPSEEK_LLM,    // [\r\n] ; \s?[Latin/Greek/Cyrillic/...]+ ; \s?[ASCII and CJK punctuation]+ ; \s+$ ; [CJK]+ ; \p{N}+
+        DEEPSEEK_CODER,  // [\r\n] ; \s?\p{L}+ ; \s?\p{P}+ ; [CJK]+ ; \p{N}
     };
 
     // Maps a tokenizer.ggml.pre value to its splitter; throws UnsupportedError naming it.

@@ -3,6 +3,7 @@
 #include "tokenizer/vocab.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include "weights/gguf_file.h"
 
@@ -27,6 +28,89 @@ int32_t special_id(const GGUFFile &f, const std::string &key, size_t n_vocab) {
         throw TokenizerError(key + " = " + std::to_string(id) + " is outside the vocabulary of " +
                              std::to_string(n_vocab) + " tokens");
     return (int32_t)id;
+}
+
+// llama.cpp corrects the token types of many converted vocabularies by token text (and strips
+// whitespace next to some special tokens by model name). Encoding special-token text the way it
+// does needs the same corrections: see llama_vocab::impl::load in llama.cpp's llama-vocab.cpp.
+void apply_llama_cpp_token_overrides(Vocab &v, const GGUFFile &f) {
+    std::unordered_map<std::string_view, int32_t> ids;  // last id of each text, as llama.cpp's token_to_id
+    for (size_t i = 0; i < v.tokens.size(); ++i) ids[v.tokens[i]] = (int32_t)i;
+    auto id_of = [&](const char *text) {
+        auto it = ids.find(text);
+        return it == ids.end() ? -1 : it->second;
+    };
+    auto make_control = [&](int32_t id) {
+        if (id >= 0 && v.types[id] != kControl) v.types[id] = kControl;
+    };
+    // End-of-generation texts, and FIM texts unless the GGUF names that FIM token: control tokens.
+    static const char *const kEog[] = {
+        "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
+        "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
+        "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
+        "<｜end▁of▁sentence｜>", "[e~["};
+    std::vector<int32_t> eog;
+    for (const char *text : kEog) {
+        const int32_t id = id_of(text);
+        if (id < 0) continue;
+        eog.push_back(id);
+        make_control(id);
+    }
+    struct Fim { const char *key; std::vector<const char *> texts; };
+    static const Fim kFim[] = {
+        {"tokenizer.ggml.fim_pre_token_id", {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>",
+             "<｜fim▁begin｜>", "<PRE>", "▁<PRE>", "<|code_prefix|>", "<|prefix|>"}},
+        {"tokenizer.ggml.fim_suf_token_id", {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>",
+             "<｜fim▁hole｜>", "<SUF>", "▁<SUF>", "<|code_suffix|>", "<|suffix|>"}},
+        {"tokenizer.ggml.fim_mid_token_id", {"<|fim_middle|>", "<fim-middle>", "<fim_middle>",
+             "<｜fim▁end｜>", "<MID>", "▁<MID>", "<|code_middle|>", "<|middle|>"}},
+        {"tokenizer.ggml.fim_pad_token_id", {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"}},
+        {"tokenizer.ggml.fim_rep_token_id", {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"}},
+        {"tokenizer.ggml.fim_sep_token_id", {"<|file_sep|>"}},
+    };
+    for (const Fim &fim : kFim) {
+        if (f.has(fim.key)) continue;
+        for (const char *text : fim.texts) make_control(id_of(text));
+    }
+    auto in_eog = [&](const char *text) {
+        const int32_t id = id_of(text);
+        return id >= 0 && std::find(eog.begin(), eog.end(), id) != eog.end();
+    };
+    // gpt-oss / solar-open: <|end|> is an ordinary user-defined token there.
+    if (in_eog("<|end|>") && ((in_eog("<|return|>") && in_eog("<|call|>")) || (in_eog("<|calls|>") && in_eog("<|flush|>"))))
+        v.types[id_of("<|end|>")] = kUserDefined;
+    // gemma4 / plamo: </s> is a normal token.
+    if (in_eog("</s>") && (in_eog("<|tool_response>") || in_eog("<|plamo:eos|>"))) v.types[id_of("</s>")] = kNormal;
+    for (const char *text : {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"}) {
+        const int32_t id = id_of(text);
+        if (id >= 0) v.types[id] = kUserDefined;
+    }
+
+    v.strip.assign(v.tokens.size(), 0);
+    auto lower = [](std::string s) {
+        for (char &c : s) c = (char)std::tolower((unsigned char)c);
+        return s;
+    };
+    const std::string name = lower(f.get_string("general.name", ""));
+    const std::string arch = f.get_string("general.architecture", "");
+    auto has = [](const std::string &s, std::initializer_list<const char *> subs) {
+        for (const char *sub : subs)
+            if (s.find(sub) != std::string::npos) return true;
+        return false;
+    };
+    if (has(v.pre, {"jina-v2-de", "jina-v2-es", "jina-v2-code"}) || has(arch, {"nomic-bert-moe", "jina-bert-v3"})) {
+        if (id_of("<mask>") >= 0) v.strip[id_of("<mask>")] |= Vocab::kStripLeft;
+    } else if (has(name, {"phi-3", "phi3"})) {
+        for (size_t i = 0; i < v.tokens.size(); ++i) {
+            const int32_t t = v.types[i];
+            if (t == kControl || t == kUserDefined || t == kUnknown) v.strip[i] |= Vocab::kStripRight;
+        }
+        if (id_of("</s>") >= 0) v.strip[id_of("</s>")] |= Vocab::kStripRight;
+        for (const char *text : {"<unk>", "<s>", "<|endoftext|>"})
+            if (id_of(text) >= 0) v.strip[id_of(text)] &= (uint8_t)~Vocab::kStripRight;
+    } else if (has(name, {"modern-bert"})) {
+        if (id_of("[MASK]") >= 0) v.strip[id_of("[MASK]")] |= Vocab::kStripLeft;
+    }
 }
 
 }  // namespace
@@ -60,6 +144,7 @@ Vocab Vocab::from_gguf(const GGUFFile &f) {
         for (size_t i = 0; i < n; ++i)
             v.types[i] = types->ints.empty() ? (int32_t)types->numbers[i] : (int32_t)types->ints[i];
     }
+    apply_llama_cpp_token_overrides(v, f);
     if (v.model == "llama" && v.scores.empty()) throw TokenizerError("SentencePiece vocabulary without tokenizer.ggml.scores");
 
     v.bos = special_id(f, "tokenizer.ggml.bos_token_id", n);
@@ -140,10 +225,19 @@ std::vector<int32_t> VocabTokenizer::encode(const std::string &text, bool add_sp
         for (const Fragment &f : frags) {
             if (f.token >= 0) { next.push_back(f); continue; }
             const std::string_view raw = all.substr(f.begin, f.end - f.begin);
+            // llama.cpp's LSTRIP / RSTRIP drop ASCII whitespace (isspace) beside the token.
+            auto is_space = [](char ch) { return ch == ' ' || (ch >= '\t' && ch <= '\r'); };
+            const uint8_t strip = v_.strip.empty() ? 0 : v_.strip[id];
             size_t pos = 0;
-            for (size_t hit; (hit = raw.find(s, pos)) != std::string_view::npos; pos = hit + s.size()) {
-                if (hit > pos) next.push_back({-1, f.begin + pos, f.begin + hit});
+            for (size_t hit; (hit = raw.find(s, pos)) != std::string_view::npos;) {
+                size_t left_end = hit;
+                if (strip & Vocab::kStripLeft)
+                    while (left_end > pos && is_space(raw[left_end - 1])) --left_end;
+                if (left_end > pos) next.push_back({-1, f.begin + pos, f.begin + left_end});
                 next.push_back({id, 0, 0});
+                pos = hit + s.size();
+                if (strip & Vocab::kStripRight)
+                    while (pos < raw.size() && is_space(raw[pos])) ++pos;
             }
             if (pos < raw.size()) next.push_back({-1, f.begin + pos, f.end});
         }

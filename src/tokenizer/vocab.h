@@ -25,6 +25,10 @@ struct Vocab {
     int32_t bos = -1, eos = -1, unk = -1, eot = -1, eom = -1;
     bool add_bos = false, add_eos = false;
     bool add_space_prefix = false;  // SentencePiece: prepend ' ' to text starting a fragment
+    // Per-token whitespace stripping around a special token found in the text (llama.cpp's
+    // LLAMA_TOKEN_ATTR_LSTRIP / RSTRIP, set by model name): kStripLeft / kStripRight bits.
+    std::vector<uint8_t> strip;
+    static constexpr uint8_t kStripLeft = 1, kStripRight = 2;
 
     // Reads tokenizer.ggml.* (not merges); throws TokenizerError / UnsupportedError.
     static Vocab from_gguf(const GGUFFile &file);

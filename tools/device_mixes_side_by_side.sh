@@ -9,7 +9,8 @@
 #   depth SHAPE VOCAB DTYPE DEPTHS [PROMPT]
 #                             long contexts on one file (bench_decode.py writes a pure DTYPE file when missing,
 #                             profiles a decode step at the deepest depth): akunu bench then llama-bench, pp PROMPT
-#                             (default 4096) and tg128 at each of the comma-separated DEPTHS
+#                             (default 4096) and tg128 at each of the comma-separated DEPTHS; KV=q8_0 runs akunu
+#                             on the 8-bit KV cache too (after the F16 one), llama-bench stays on F16
 # e.g. command "bash tools/device_mixes_side_by_side.sh build && bash tools/device_mixes_side_by_side.sh make
 # llama-3.2-1b llama-bpe 'Q4_K_M Q6_K'", then "... bench llama-3.2-1b 'F16 Q4_K_M-mix Q6_K-mix'", carrying
 # [".devcarry"] prepared as tools/device_side_by_side.sh says (wheels, tokenizer GGUFs, lcp-trim.tar.gz).
@@ -61,9 +62,11 @@ depth)
   timeout 300 python3 cuda/bench/bench_decode.py -r 2 --shape $shape --vocab-gguf .devcarry/tokenizer/ggml-vocab-$vocab.gguf \
     --dtype $dtype -d $deepest --profile | grep -vE "^loaded"
   el "profiled"
-  timeout 400 python3 -c "import sys; from akunu.cli import main; sys.exit(main(sys.argv[1:]))" bench -m $f --backend cuda \
-    -p $n_prompt -n 128 -d $depths -r 3
-  el "akunu benched"
+  for kv in f16 ${KV:-}; do
+    timeout 400 python3 -c "import sys; from akunu.cli import main; sys.exit(main(sys.argv[1:]))" bench -m $f --backend cuda \
+      -p $n_prompt -n 128 -d $depths -r 3 --kv-cache-dtype $kv
+    el "akunu benched ($kv cache)"
+  done
   timeout 400 $LB -m $f -p $n_prompt -n 128 -d $depths -r 3 -fa 1 -ngl 99 -o md 2>/tmp/lb_err.txt | grep -E "^\|" \
     || tail -3 /tmp/lb_err.txt
   el "llama-bench benched" ;;

@@ -2,8 +2,8 @@
 the llama.cpp source distribution (issue 33).
 
 * Every ``ggml-vocab-*.gguf`` in llama-cpp-python's sdist (tests/paths.py finds or fetches them; a
-  missing file fails) either loads, or is refused with an UnsupportedError naming its model.
-* For each one akunu loads: its ``.inp``/``.out`` vectors, then a generated corpus
+  missing file fails) loads.
+* For each one: its ``.inp``/``.out`` vectors, then a generated corpus
   (tests/tokenizer_corpus.py: mixed scripts, numbers, whitespace runs, code, emoji, contractions,
   special-token text) encoded by both with parse_special off and on must give identical ids, and
   decode(encode(text)) must give the text back. WordPiece (bert) and Unigram (t5) normalize the text
@@ -23,11 +23,11 @@ import akunu
 from paths import LLAMA_CPP_PYTHON_VERSION, LLAMA_CPP_VOCABS, llama_cpp_vocabs
 from tokenizer_corpus import make_corpus
 
-# Tokenizer models akunu does not implement yet (issue 33): refused at load, naming the model.
-REFUSED = {"gemma-4": "gemma4"}
+# Every vocab file loads (SentencePiece, byte-level BPE, WordPiece, Unigram, gemma4); an unknown
+# tokenizer.ggml.model is refused naming it (tests/test_tokenizer.py::test_unknown_tokenizer_model).
 # Models whose normalization loses text: decode is compared with llama.cpp's detokenize.
 NORMALIZING = ("bert", "t5")
-LOADED = [n for n in LLAMA_CPP_VOCABS if n not in REFUSED]
+LOADED = list(LLAMA_CPP_VOCABS)
 N_CORPUS = int(os.environ.get("AKUNU_TOKENIZER_CORPUS", "200"))
 SEP = "\n__ggml_vocab_test__\n"
 
@@ -86,12 +86,6 @@ def compare(tok: akunu.Tokenizer, ref, corpus: list[str]) -> list[str]:
         elif back != s:
             bad.append(f"round trip {s!r} -> {back!r}")
     return bad
-
-
-@pytest.mark.parametrize("name", list(REFUSED))
-def test_refused_models_named(vocab_dir, name):
-    with pytest.raises(akunu.UnsupportedError, match=f"'{REFUSED[name]}'"):
-        akunu.Tokenizer.from_file(str(vocab_dir / f"ggml-vocab-{name}.gguf"))
 
 
 def _cases(path):

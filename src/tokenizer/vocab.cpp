@@ -119,7 +119,8 @@ Vocab Vocab::from_gguf(const GGUFFile &f) {
     Vocab v;
     if (!f.has("tokenizer.ggml.model")) throw TokenizerError("GGUF file has no tokenizer.ggml.model");
     v.model = f.get_string("tokenizer.ggml.model");
-    if (v.model != "llama" && v.model != "gpt2" && v.model != "bert" && v.model != "t5")
+    if (v.model != "llama" && v.model != "gpt2" && v.model != "bert" && v.model != "t5" &&
+        v.model != "gemma4")
         throw UnsupportedError("unsupported tokenizer model (tokenizer.ggml.model) '" + v.model + "'");
     v.pre = f.get_string("tokenizer.ggml.pre", "default");
     if (v.pre.empty()) v.pre = "default";

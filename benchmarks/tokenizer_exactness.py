@@ -1,6 +1,7 @@
 """The whole tokenizer exactness corpus (issue 33): every llama.cpp vocab file akunu loads, N generated strings
 each (default 2000), encoded by akunu and by llama.cpp (llama-cpp-python) with parse_special off and on; ids must
-be identical and decode(encode(text)) must give the text back. CI runs the first 200 strings of the same corpus
+be identical and decode(encode(text)) must give the text back (WordPiece / Unigram, which normalize the text:
+decode must equal llama.cpp's detokenize, and add_special's [CLS] / [SEP] / BOS / EOS must match). CI runs the first 200 strings of the same corpus
 (tests/test_tokenizer_exactness.py); this is that test at full size, with a per-vocab table.
 
     python benchmarks/tokenizer_exactness.py [--n 2000] [--vocabs qwen2,falcon]

@@ -241,3 +241,19 @@ def test_unknown_pretokenizer(tmp_path):
     w.close()
     with pytest.raises(akunu.UnsupportedError, match="no-such-pre"):
         akunu.Tokenizer.from_file(str(path))
+
+
+def test_unknown_tokenizer_model(tmp_path):
+    gguf = __import__("gguf")
+    path = tmp_path / "bad-model.gguf"
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_tokenizer_model("no-such-model")
+    tokens = [chr(c) for c in range(33, 127)]
+    w.add_token_list(tokens)
+    w.add_token_types([1] * len(tokens))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    with pytest.raises(akunu.UnsupportedError, match="'no-such-model'"):
+        akunu.Tokenizer.from_file(str(path))

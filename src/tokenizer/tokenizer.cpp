@@ -10,6 +10,9 @@ namespace akunu {
 std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GGUFFile &file) {
     Vocab vocab = Vocab::from_gguf(file);  // validates the model name
     if (vocab.model == "llama") return make_spm_tokenizer(std::move(vocab));
+    if (vocab.model == "bert") return make_wpm_tokenizer(std::move(vocab), file);
+    if (vocab.model == "t5") return make_ugm_tokenizer(std::move(vocab), file);
+    if (vocab.model == "gemma4") return make_gemma4_tokenizer(std::move(vocab), file);
     return make_bpe_tokenizer(std::move(vocab), file);
 }
 

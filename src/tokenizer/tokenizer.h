@@ -1,5 +1,6 @@
-// Tokenizer built from GGUF metadata (tokenizer.ggml.*): SentencePiece-style ("llama") and
-// byte-level BPE ("gpt2") with the pre-tokenizer variants named by tokenizer.ggml.pre.
+// Tokenizer built from GGUF metadata (tokenizer.ggml.*): SentencePiece-style ("llama"),
+// byte-level BPE ("gpt2") with the pre-tokenizer variants named by tokenizer.ggml.pre, WordPiece
+// ("bert") and Unigram ("t5").
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -40,7 +41,7 @@ public:
     // (<|im_end|>, <|endoftext|>, <|eot_id|>, <end_of_turn>, </s>, <|end|>).
     virtual bool is_eog(int32_t id) const = 0;
     virtual bool is_control(int32_t id) const = 0;
-    virtual std::string model_name() const = 0;  // "llama" or "gpt2"
+    virtual std::string model_name() const = 0;  // "llama", "gpt2", "bert" or "t5"
     virtual std::string pre_name() const = 0;    // tokenizer.ggml.pre or "default"
 };
 

@@ -46,6 +46,29 @@ bool is_whitespace(uint32_t cp) {
     return false;
 }
 
+bool is_control(uint32_t cp) {
+    const auto &t = unicode_tables::kControl;
+    const auto *it = std::upper_bound(std::begin(t), std::end(t), cp,
+                                      [](uint32_t c, const unicode_tables::Range &r) { return c < r.first; });
+    return it != std::begin(t) && cp <= (it - 1)->last;
+}
+
+uint32_t to_lower(uint32_t cp) {
+    if (cp < 128) return (cp >= 'A' && cp <= 'Z') ? cp + 32 : cp;
+    const auto &t = unicode_tables::kLowercase;
+    const auto *it = std::lower_bound(std::begin(t), std::end(t), cp,
+                                      [](const unicode_tables::CaseMap &m, uint32_t c) { return m.cp < c; });
+    return it != std::end(t) && it->cp == cp ? it->lower : cp;
+}
+
+uint32_t nfd_base(uint32_t cp) {
+    if (cp < 0xC0) return cp;
+    const auto &t = unicode_tables::kNfdBase;
+    const auto *it = std::upper_bound(std::begin(t), std::end(t), cp,
+                                      [](uint32_t c, const unicode_tables::NfdRun &r) { return c < r.first; });
+    return it != std::begin(t) && cp <= (it - 1)->last ? (it - 1)->base : cp;
+}
+
 uint32_t decode_utf8(const char *s, size_t n, size_t i, size_t *len) {
     const uint8_t c = (uint8_t)s[i];
     if (c < 0x80) { *len = 1; return c; }

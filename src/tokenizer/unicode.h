@@ -14,6 +14,9 @@ enum CatClass : uint8_t { kOther = 0, kLetter = 1, kMark = 2, kNumber = 3, kPunc
 
 CatClass category(uint32_t cp);
 bool is_whitespace(uint32_t cp);  // Unicode White_Space property, i.e. regex \s
+bool is_control(uint32_t cp);     // categories Cc, Cf, Cs, Co (not unassigned code points)
+uint32_t to_lower(uint32_t cp);   // simple lowercase (first code point of the full mapping)
+uint32_t nfd_base(uint32_t cp);   // first code point of the canonical decomposition, else cp
 
 // Length of the UTF-8 sequence introduced by `lead` (1 for invalid lead bytes, so that
 // scanning always advances).

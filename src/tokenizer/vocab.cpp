@@ -119,7 +119,8 @@ Vocab Vocab::from_gguf(const GGUFFile &f) {
     Vocab v;
     if (!f.has("tokenizer.ggml.model")) throw TokenizerError("GGUF file has no tokenizer.ggml.model");
     v.model = f.get_string("tokenizer.ggml.model");
-    if (v.model != "llama" && v.model != "gpt2")
+    if (v.model != "llama" && v.model != "gpt2" && v.model != "bert" && v.model != "t5" &&
+        v.model != "gemma4")
         throw UnsupportedError("unsupported tokenizer model (tokenizer.ggml.model) '" + v.model + "'");
     v.pre = f.get_string("tokenizer.ggml.pre", "default");
     if (v.pre.empty()) v.pre = "default";
@@ -145,7 +146,8 @@ Vocab Vocab::from_gguf(const GGUFFile &f) {
             v.types[i] = types->ints.empty() ? (int32_t)types->numbers[i] : (int32_t)types->ints[i];
     }
     apply_llama_cpp_token_overrides(v, f);
-    if (v.model == "llama" && v.scores.empty()) throw TokenizerError("SentencePiece vocabulary without tokenizer.ggml.scores");
+    if ((v.model == "llama" || v.model == "t5") && v.scores.empty())
+        throw TokenizerError("SentencePiece vocabulary without tokenizer.ggml.scores");
 
     v.bos = special_id(f, "tokenizer.ggml.bos_token_id", n);
     v.eos = special_id(f, "tokenizer.ggml.eos_token_id", n);

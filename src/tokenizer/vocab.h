@@ -17,7 +17,7 @@ namespace akunu {
 enum TokenType : int32_t { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
 
 struct Vocab {
-    std::string model;  // "llama" or "gpt2"
+    std::string model;  // "llama", "gpt2", "bert", "t5" or "gemma4"
     std::string pre;    // tokenizer.ggml.pre, "default" if absent
     std::vector<std::string> tokens;
     std::vector<float> scores;   // empty for BPE vocabs without scores
@@ -84,5 +84,8 @@ private:
 
 std::unique_ptr<Tokenizer> make_spm_tokenizer(Vocab vocab);
 std::unique_ptr<Tokenizer> make_bpe_tokenizer(Vocab vocab, const GGUFFile &file);
+std::unique_ptr<Tokenizer> make_wpm_tokenizer(Vocab vocab, const GGUFFile &file);  // "bert"
+std::unique_ptr<Tokenizer> make_ugm_tokenizer(Vocab vocab, const GGUFFile &file);  // "t5"
+std::unique_ptr<Tokenizer> make_gemma4_tokenizer(Vocab vocab, const GGUFFile &file);
 
 }  // namespace akunu

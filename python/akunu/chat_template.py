@@ -8,15 +8,6 @@ from functools import lru_cache
 import jinja2
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-# Used when a model file carries no template: ChatML, the most common format.
-CHATML_TEMPLATE = (
-    "{% for message in messages %}"
-    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
-    "{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
-)
-
-
 def _raise_exception(message):
     raise jinja2.exceptions.TemplateError(message)
 
@@ -49,10 +40,11 @@ def validate_messages(messages) -> list[dict]:
     return out
 
 
-def render_chat(template: str | None, messages, bos_token: str, eos_token: str, add_generation_prompt: bool = True) -> str:
-    """The prompt text for `messages` in the model's own chat format."""
+def render_chat(template: str, messages, bos_token: str, eos_token: str, add_generation_prompt: bool = True) -> str:
+    """The prompt text for `messages` in the format of `template` (see chat_templates.py for the
+    built-in ones a model without a template gets)."""
     try:
-        return _compile(template or CHATML_TEMPLATE).render(
+        return _compile(template).render(
             messages=validate_messages(messages),
             add_generation_prompt=add_generation_prompt,
             bos_token=bos_token,
@@ -60,3 +52,25 @@ def render_chat(template: str | None, messages, bos_token: str, eos_token: str, 
         )
     except jinja2.exceptions.TemplateError as e:
         raise ValueError(f"the model's chat template failed: {e}") from e
+
+
+def check_template(template, bos_token: str = "<s>", eos_token: str = "</s>") -> str:
+    """`template` (a chat_template= argument) if it is a Jinja string that renders a one-message
+    conversation to text; ValueError naming the problem otherwise."""
+    if not isinstance(template, str) or not template.strip():
+        raise ValueError(f"chat_template must be a non-empty Jinja template string, got {template!r}")
+    try:
+        _compile(template)
+    except jinja2.exceptions.TemplateSyntaxError as e:
+        raise ValueError(f"chat_template is not a valid Jinja template: {e.message} (line {e.lineno})") from e
+    messages = [{"role": "user", "content": "Hello"}]
+    try:
+        text = _compile(template).render(messages=messages, add_generation_prompt=True,
+                                         bos_token=bos_token, eos_token=eos_token)
+    except Exception as e:  # any error of the template's code: undefined names, raise_exception, ...
+        raise ValueError(f"chat_template fails to render a conversation [{{'role': 'user', 'content': 'Hello'}}]: "
+                         f"{type(e).__name__}: {e}") from e
+    if "Hello" not in text:
+        raise ValueError("chat_template renders a conversation [{'role': 'user', 'content': 'Hello'}] without "
+                         f"the message's content: {text!r}")
+    return template

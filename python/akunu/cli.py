@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from ._core import built_backends
@@ -17,8 +18,12 @@ def _load(args):
     from .model import Model
 
     path = resolve_model_path(args.model)
+    template = getattr(args, "chat_template", None)
+    if template is not None and os.path.isfile(template):  # a .jinja file, or the template itself
+        with open(template, encoding="utf-8") as f:
+            template = f.read()
     return Model(path, backend=args.backend, context_length=args.context, threads=args.threads,
-                 kv_cache_dtype=args.kv_cache_dtype)
+                 kv_cache_dtype=args.kv_cache_dtype, chat_template=template)
 
 
 def _stats_line(model) -> str:
@@ -126,6 +131,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("-t", "--threads", type=int, default=None, help="CPU threads")
         kv_cache_dtype_arg(p)
 
+    def chat_template_arg(p):
+        p.add_argument("--chat-template", default=None, metavar="TEMPLATE",
+                       help="Jinja chat template (a file, or the template text) in place of the model's")
+
     def sampling_args(p, max_tokens):
         p.add_argument("-n", "--max-tokens", type=int, default=max_tokens)
         p.add_argument("--temperature", type=float, default=0.0)
@@ -140,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     model_args(p)
     sampling_args(p, 256)
     p.add_argument("--raw", action="store_true", help="feed the prompt as is, without the chat template")
+    chat_template_arg(p)
     p.add_argument("prompt")
     p.set_defaults(func=cmd_run)
 
@@ -149,6 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--system", default=None, help="system prompt")
+    chat_template_arg(p)
     p.set_defaults(func=cmd_chat)
 
     p = sub.add_parser("inspect", help="show a model's configuration, tensors and dispatch table")

@@ -23,8 +23,11 @@ from typing import Iterable, Sequence
 from ._core import TokenizerError
 
 # Chat end markers that end a generation when the vocabulary has them as special tokens (the
-# same list the GGUF tokenizer uses).
-END_MARKERS = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|eom_id|>", "<end_of_turn>", "</s>", "<|end|>", "<EOT>")
+# texts of llama.cpp's end-of-generation list, as the GGUF tokenizer: src/tokenizer/end_of_generation.cpp).
+END_MARKERS = ("<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
+               "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
+               "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
+               "<\uff5cend\u2581of\u2581sentence\uff5c>", "[e~[")
 
 
 @lru_cache(maxsize=1)

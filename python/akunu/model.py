@@ -10,7 +10,8 @@ import threading
 from typing import Iterator, Sequence
 
 from . import _core
-from .chat_template import render_chat
+from .chat_template import check_template, render_chat
+from .chat_templates import FAMILY_TEMPLATES, detect_family
 from .sampling import SamplingParams, sampling_from_arguments
 from .stop import StopMatcher
 
@@ -27,7 +28,7 @@ def _engine_attribute(name: str) -> property:
 class Model:
     """A model ready to generate text.
 
-    Model(path, backend="auto", context_length=None, threads=None, kv_cache_dtype="f16")
+    Model(path, backend="auto", context_length=None, threads=None, kv_cache_dtype="f16", chat_template=None)
 
     - path: a GGUF file, or a Hugging Face checkpoint directory (config.json, *.safetensors,
       tokenizer.json; MLX-quantized checkpoints too). Model.from_pretrained(repo_id) downloads one.
@@ -38,10 +39,15 @@ class Model:
     - threads: CPU worker threads (default: one per hardware thread).
     - kv_cache_dtype: "f16" (default) or "q8_0": keys and values as 8-bit blocks of 32 with an fp16
       scale (llama.cpp's Q8_0), about half the cache memory; needs head_dim a multiple of 32.
+    - chat_template: a Jinja2 chat template for chat() / format_chat() in place of the model's
+      (ValueError if it does not render a conversation). Without it: the GGUF's
+      tokenizer.chat_template or the checkpoint's, else the built-in template of the model's
+      family (akunu.chat_templates: Gemma, Llama 3, Llama 2, Mistral, Phi-3, ChatML), picked from
+      the vocabulary's special tokens and the architecture; chat_format says which.
     """
 
     def __init__(self, path: str | os.PathLike, backend: str = "auto", context_length: int | None = None,
-                 threads: int | None = None, kv_cache_dtype: str = "f16"):
+                 threads: int | None = None, kv_cache_dtype: str = "f16", chat_template: str | None = None):
         path = os.fspath(path)
         if not isinstance(backend, str):  # the name itself is checked by the engine (create_device)
             raise ValueError(f"backend must be a string: 'auto' or one of {_core.built_backends()}, got {backend!r}")
@@ -51,8 +57,11 @@ class Model:
             raise ValueError(f"threads must be a positive integer, got {threads!r}")
         if not isinstance(kv_cache_dtype, str) or kv_cache_dtype not in KV_CACHE_DTYPES:
             raise ValueError(f"kv_cache_dtype must be one of {KV_CACHE_DTYPES}, got {kv_cache_dtype!r}")
+        if chat_template is not None:
+            check_template(chat_template)
         if not os.path.exists(path):
             raise FileNotFoundError(f"model file not found: {path}")
+        self._chat_override = chat_template
         self._hf_tokenizer = None
         if os.path.isdir(path):  # a Hugging Face checkpoint: its tokenizer runs in Python
             from .hf_checkpoint import read_checkpoint
@@ -84,7 +93,7 @@ class Model:
         several (ValueError listing the files when none fits).
         SafeTensors/MLX repositories: config, tokenizer and weights are downloaded.
         Works offline from the cache with HF_HUB_OFFLINE=1 or local_files_only=True.
-        load_kwargs go to Model(): backend, context_length, threads, kv_cache_dtype.
+        load_kwargs go to Model(): backend, context_length, threads, kv_cache_dtype, chat_template.
         """
         from .hub import resolve_pretrained
 
@@ -113,8 +122,34 @@ class Model:
 
     @property
     def chat_template(self) -> str:
-        """The chat template (Jinja2) the model ships with, "" if none."""
+        """The chat template (Jinja2) the model ships with, or the chat_template= override; "" if
+        neither (chat() then uses its family's: effective_chat_template)."""
+        if self._chat_override is not None:
+            return self._chat_override
         return self._hf_chat_template if self._hf_tokenizer is not None else self._engine.chat_template
+
+    @property
+    def chat_format(self) -> str:
+        """Where chat()'s template comes from: "override" (chat_template=), "model" (the GGUF's or
+        checkpoint's), or the name of the family template used for a model without one
+        (akunu.chat_templates.FAMILY_TEMPLATES: "gemma", "llama3", "chatml", ...)."""
+        if self._chat_override is not None:
+            return "override"
+        if self.chat_template:
+            return "model"
+        tok = self.tokenizer
+
+        def has_token(text: str) -> bool:
+            ids = tok.encode(text, add_special=False, parse_special=True)
+            return len(ids) == 1 and tok.token_text(ids[0]) == text
+
+        return detect_family(self.config["architecture"], has_token, tok.model)
+
+    @property
+    def effective_chat_template(self) -> str:
+        """The template chat() and format_chat() render (see chat_format)."""
+        fmt = self.chat_format
+        return self.chat_template if fmt in ("override", "model") else FAMILY_TEMPLATES[fmt]
 
     def logits(self, tokens: Sequence[int]):
         """Teacher-forced logits for every position of `tokens`, from a fresh cache: a float32 numpy
@@ -192,7 +227,12 @@ class Model:
         tok = self.tokenizer
         bos = tok.token_text(tok.bos_id) if tok.bos_id >= 0 else ""
         eos = tok.token_text(tok.eos_id) if tok.eos_id >= 0 else ""
-        return render_chat(self.chat_template or None, messages, bos, eos, add_generation_prompt)
+        fmt = self.chat_format
+        if fmt in ("override", "model"):
+            return render_chat(self.chat_template, messages, bos, eos, add_generation_prompt)
+        # The built-in templates begin with bos_token: BOS only where the tokenizer adds one, as
+        # llama.cpp's tokenization of its formatted chat does.
+        return render_chat(FAMILY_TEMPLATES[fmt], messages, bos if tok.add_bos else "", eos, add_generation_prompt)
 
     # --- helpers -------------------------------------------------------------------------
 

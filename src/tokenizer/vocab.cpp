@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "tokenizer/end_of_generation.h"
 #include "weights/gguf_file.h"
 
 namespace akunu {
@@ -44,14 +45,9 @@ void apply_llama_cpp_token_overrides(Vocab &v, const GGUFFile &f) {
         if (id >= 0 && v.types[id] != kControl) v.types[id] = kControl;
     };
     // End-of-generation texts, and FIM texts unless the GGUF names that FIM token: control tokens.
-    static const char *const kEog[] = {
-        "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
-        "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
-        "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
-        "<｜end▁of▁sentence｜>", "[e~["};
     std::vector<int32_t> eog;
-    for (const char *text : kEog) {
-        const int32_t id = id_of(text);
+    for (size_t i = 0; i < kEndOfGenerationTextCount; ++i) {
+        const int32_t id = id_of(kEndOfGenerationTexts[i]);
         if (id < 0) continue;
         eog.push_back(id);
         make_control(id);
@@ -154,6 +150,7 @@ Vocab Vocab::from_gguf(const GGUFFile &f) {
     v.unk = special_id(f, "tokenizer.ggml.unknown_token_id", n);
     v.eot = special_id(f, "tokenizer.ggml.eot_token_id", n);
     v.eom = special_id(f, "tokenizer.ggml.eom_token_id", n);
+    v.eog = end_of_generation_ids(v, f);
 
     // Defaults as llama.cpp: SentencePiece adds BOS and a space prefix; byte-level BPE adds
     // nothing, except Llama 3 style vocabs which add BOS. Explicit metadata wins.
@@ -180,12 +177,7 @@ VocabTokenizer::VocabTokenizer(Vocab vocab) : v_(std::move(vocab)) {
                      [&](int32_t a, int32_t b) { return v_.tokens[a].size() > v_.tokens[b].size(); });
 
     eog_.assign(n, 0);
-    for (int32_t id : {v_.eos, v_.eot, v_.eom})
-        if (id >= 0) eog_[id] = 1;
-    for (const char *text : {"<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|eom_id|>", "<end_of_turn>", "</s>", "<|end|>", "<EOT>"}) {
-        const int32_t id = find(text);
-        if (id >= 0 && v_.types[id] != kNormal) eog_[id] = 1;
-    }
+    for (int32_t id : v_.eog) eog_[id] = 1;
 }
 
 void VocabTokenizer::init_pieces() {

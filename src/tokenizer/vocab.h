@@ -23,6 +23,7 @@ struct Vocab {
     std::vector<float> scores;   // empty for BPE vocabs without scores
     std::vector<int32_t> types;  // TokenType per token
     int32_t bos = -1, eos = -1, unk = -1, eot = -1, eom = -1;
+    std::vector<int32_t> eog;  // end-of-generation ids (end_of_generation.h)
     bool add_bos = false, add_eos = false;
     bool add_space_prefix = false;  // SentencePiece: prepend ' ' to text starting a fragment
     // Per-token whitespace stripping around a special token found in the text (llama.cpp's

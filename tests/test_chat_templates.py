@@ -235,10 +235,9 @@ def test_chat_template_override_refused(family_models, tmp_path, tmpl, match):
 
 def test_model_template_wins(tmp_path):
     """A file with its own template keeps it (chat_format "model")."""
-    import akunu as ak
     from paths import smollm2_path
 
-    m = ak.Model(smollm2_path(), backend="cpu", context_length=256, threads=1)
+    m = akunu.Model(smollm2_path(), backend="cpu", context_length=256, threads=1)
     try:
         assert m.chat_template and m.chat_format == "model" and m.effective_chat_template == m.chat_template
     finally:

@@ -38,8 +38,8 @@ class BpeTokenizer final : public VocabTokenizer {
 public:
     BpeTokenizer(Vocab vocab, const GGUFFile &file)
         : VocabTokenizer(std::move(vocab)), pre_(PreTokenizer::from_name(v_.pre)) {
-        // Llama 3 vocabs look whole words up before merging (HF ignore_merges).
-        ignore_merges_ = pre_.kind() == PreTokenizer::Kind::LLAMA3;
+        // Llama 3 vocabs (and others, by name) look whole words up before merging (HF ignore_merges).
+        ignore_merges_ = pre_.ignore_merges();
         for (int b = 0; b < 256; ++b) {
             std::string s;
             unicode::append_utf8(s, byte_map().to_cp[b]);

@@ -4,6 +4,7 @@
 #include "tokenizer/pretokenizer.h"
 
 #include <cstdint>
+#include <initializer_list>
 
 #include "core/errors.h"
 #include "tokenizer/unicode.h"
@@ -222,17 +223,30 @@ size_t match_run(size_t i, F in) {
 }  // namespace
 
 PreTokenizer PreTokenizer::from_name(const std::string &pre) {
-    // Names as written by llama.cpp's convert_hf_to_gguf.py (tokenizer.ggml.pre).
+    // Names as written by llama.cpp's convert_hf_to_gguf.py (tokenizer.ggml.pre), grouped by the
+    // regex list llama.cpp's llm_tokenizer_bpe gives their LLAMA_VOCAB_PRE_TYPE; `ignore_merges`
+    // as llama_vocab::impl::load sets it (whole words are looked up before merging).
+    auto is = [&](std::initializer_list<const char *> names) {
+        for (const char *n : names)
+            if (pre == n) return true;
+        return false;
+    };
     if (pre.empty() || pre == "default") return PreTokenizer(Kind::DEFAULT);
-    if (pre == "gpt-2" || pre == "phi-2" || pre == "mpt" || pre == "olmo") return PreTokenizer(Kind::GPT2);
+    if (is({"gpt-2", "phi-2", "mpt", "olmo", "jais", "trillion", "granite-docling", "exaone4", "gigachat",
+            "a.x-4.0", "mellum", "modern-bert", "jina-es", "jina-de", "jina-v2-es", "jina-v2-de"}))
+        return PreTokenizer(Kind::GPT2);
     if (pre == "falcon") return PreTokenizer(Kind::FALCON);
     if (pre == "deepseek-llm") return PreTokenizer(Kind::DEEPSEEK_LLM);
     if (pre == "deepseek-coder") return PreTokenizer(Kind::DEEPSEEK_CODER);
     if (pre == "qwen35") return PreTokenizer(Kind::QWEN35);
-    if (pre == "llama3" || pre == "llama-v3" || pre == "llama-bpe" || pre == "falcon3")
-        return PreTokenizer(Kind::LLAMA3);
-    if (pre == "qwen2" || pre == "stablelm2") return PreTokenizer(Kind::QWEN2);
-    if (pre == "smollm" || pre == "starcoder" || pre == "refact" || pre == "command-r")
+    if (is({"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2",
+            "jina-v5-nano"}))
+        return PreTokenizer(Kind::LLAMA3, true);
+    if (is({"dbrx", "smaug-bpe"})) return PreTokenizer(Kind::LLAMA3);
+    if (is({"qwen2", "stablelm2", "deepseek-r1-qwen", "kormo", "f2llmv2", "megrez", "hunyuan", "solar-open",
+            "grok-2"}))
+        return PreTokenizer(Kind::QWEN2);
+    if (is({"smollm", "starcoder", "refact", "command-r", "codeshell", "exaone", "minerva-7b", "mellum2"}))
         return PreTokenizer(Kind::DIGITS_GPT2);
     throw UnsupportedError("unsupported tokenizer pre-tokenizer (tokenizer.ggml.pre) '" + pre + "'");
 }

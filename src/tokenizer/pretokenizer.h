@@ -28,14 +28,18 @@ public:
 
     // Maps a tokenizer.ggml.pre value to its splitter; throws UnsupportedError naming it.
     static PreTokenizer from_name(const std::string &pre);
-    explicit PreTokenizer(Kind kind) : kind_(kind) {}
+    explicit PreTokenizer(Kind kind, bool ignore_merges = false) : kind_(kind), ignore_merges_(ignore_merges) {}
     Kind kind() const { return kind_; }
+    // Whole words found in the vocab are taken as one token before any merge (llama.cpp's
+    // ignore_merges, set per tokenizer.ggml.pre name).
+    bool ignore_merges() const { return ignore_merges_; }
 
     // Appends the words of `text` as [begin, end) byte ranges, in order, covering all of it.
     void split(std::string_view text, std::vector<std::pair<uint32_t, uint32_t>> &out) const;
 
 private:
     Kind kind_;
+    bool ignore_merges_ = false;
 };
 
 }  // namespace akunu

@@ -1,0 +1,110 @@
+"""Every byte-level BPE pre-tokenizer name akunu maps (tokenizer.ggml.pre) against llama.cpp's own,
+through llama-cpp-python, on a vocab file whose only change is that name (issue 33).
+
+llama.cpp picks the pre-tokenizer's regex list from tokenizer.ggml.pre alone, so one real vocab
+(qwen2's: 151k tokens, many scripts) with its pre value rewritten exercises each name's splitter
+(and its ignore_merges setting): the first 200 generated corpus strings (tests/tokenizer_corpus.py)
+must give identical ids with parse_special off and on, and decode back to the text. A name akunu
+does not implement is refused with an UnsupportedError naming it.
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import akunu
+from gguf import GGUFValueType, GGUFReader, GGUFWriter
+from paths import LLAMA_CPP_PYTHON_VERSION, llama_cpp_vocabs
+from tokenizer_corpus import make_corpus
+
+# Names whose regex list (llama.cpp's llm_tokenizer_bpe) akunu reproduces; grouped as llama.cpp's
+# llama_vocab::impl::load maps them to LLAMA_VOCAB_PRE_TYPE_*.
+SUPPORTED = [
+    # GPT2 regex
+    "olmo", "jais", "trillion", "granite-docling", "exaone4", "gigachat", "a.x-4.0", "mellum",
+    "modern-bert", "jina-es", "jina-de", "jina-v2-es", "jina-v2-de",
+    # llama3 regex (ignore_merges for the first group)
+    "falcon-h1", "pixtral", "midm-2.0", "lfm2", "jina-v5-nano", "dbrx", "smaug-bpe",
+    # qwen2 regex
+    "deepseek-r1-qwen", "kormo", "f2llmv2", "megrez", "hunyuan", "solar-open", "grok-2",
+    # \p{N} then GPT2
+    "codeshell", "exaone", "minerva-7b", "mellum2",
+]
+UNSUPPORTED = "kimi-k2"
+N_CORPUS = int(os.environ.get("AKUNU_TOKENIZER_CORPUS", "200"))
+BASE = "qwen2"
+
+
+@pytest.fixture(scope="module")
+def base_fields():
+    try:
+        path = llama_cpp_vocabs() / f"ggml-vocab-{BASE}.gguf"
+    except FileNotFoundError as e:
+        pytest.fail(str(e), pytrace=False)
+    reader = GGUFReader(str(path))
+    assert not reader.tensors
+    out = []
+    for key, fld in reader.fields.items():
+        if key.startswith("GGUF."):
+            continue
+        vtype = fld.types[0]
+        sub = fld.types[-1] if vtype == GGUFValueType.ARRAY else None
+        out.append((key, fld.contents(), vtype, sub))
+    return out
+
+
+@pytest.fixture(scope="module")
+def llama_cpp():
+    try:
+        import llama_cpp as mod
+    except ImportError:
+        pytest.fail(f"llama-cpp-python is the reference tokenizer: pip install "
+                    f"llama-cpp-python=={LLAMA_CPP_PYTHON_VERSION}", pytrace=False)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return make_corpus(N_CORPUS)
+
+
+def with_pre(fields, pre: str, path) -> str:
+    """A copy of the base vocab with tokenizer.ggml.pre = `pre` (every other KV as it was)."""
+    arch = next(v for k, v, _, _ in fields if k == "general.architecture")
+    w = GGUFWriter(str(path), arch)
+    for key, val, vtype, sub in fields:
+        if key == "general.architecture":
+            continue
+        if key == "tokenizer.ggml.pre":
+            val = pre
+        w.add_key_value(key, val, vtype, sub_type=sub)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return str(path)
+
+
+@pytest.mark.parametrize("pre", SUPPORTED)
+def test_pre_type_matches_llama_cpp(base_fields, llama_cpp, corpus, tmp_path, pre):
+    path = with_pre(base_fields, pre, tmp_path / f"vocab-{pre}.gguf")
+    tok = akunu.Tokenizer.from_file(path)
+    assert tok.pre == pre
+    ref = llama_cpp.Llama(model_path=path, vocab_only=True, verbose=False)
+    bad = []
+    for s in corpus:
+        for special in (False, True):
+            got = tok.encode(s, add_special=False, parse_special=special)
+            want = ref.tokenize(s.encode("utf-8"), add_bos=False, special=special)
+            if got != want:
+                bad.append(f"parse_special={special} {s!r}: akunu {got} llama.cpp {want}")
+        if tok.decode(tok.encode(s)) != s:
+            bad.append(f"round trip {s!r}")
+    assert not bad, f"{pre}: {len(bad)} differences of {N_CORPUS} strings, first: " + "\n".join(bad[:3])
+
+
+def test_unimplemented_pre_type_refused(base_fields, tmp_path):
+    path = with_pre(base_fields, UNSUPPORTED, tmp_path / "vocab-unsupported.gguf")
+    with pytest.raises(akunu.UnsupportedError, match=f"'{UNSUPPORTED}'"):
+        akunu.Tokenizer.from_file(path)

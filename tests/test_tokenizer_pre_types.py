@@ -30,6 +30,9 @@ SUPPORTED = [
     "deepseek-r1-qwen", "kormo", "f2llmv2", "megrez", "hunyuan", "solar-open", "grok-2",
     # \p{N} then GPT2
     "codeshell", "exaone", "minerva-7b", "mellum2",
+    # their own splitters
+    "gpt-4o", "llama4", "kanana2", "talkie", "minimax-m2", "tekken", "deepseek-v3", "hunyuan-dense",
+    "joyai-llm", "hy_v4", "seed-coder", "ufakzeka",
 ]
 UNSUPPORTED = "kimi-k2"
 N_CORPUS = int(os.environ.get("AKUNU_TOKENIZER_CORPUS", "200"))

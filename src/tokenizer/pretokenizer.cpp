@@ -54,6 +54,16 @@ size_t match_trailing_space(const Cursor &c, size_t i) {
     return k;
 }
 
+// \s*[\r\n]+|\s+(?!\S)|\s+ for a whitespace run starting at i: greedy \s* backs off to the
+// last newline of the run.
+size_t match_space_newlines(const Cursor &c, size_t i) {
+    size_t last_nl = SIZE_MAX;
+    for (size_t j = i; c.space(j); ++j)
+        if (c.newline(j)) last_nl = j;
+    if (last_nl != SIZE_MAX) return last_nl + 1;
+    return match_trailing_space(c, i);
+}
+
 size_t match_gpt2(const Cursor &c, size_t i) {
     if (size_t k = match_contraction(c, i, false)) return k;
     const bool sp = c.at(i) == ' ';
@@ -67,8 +77,12 @@ size_t match_gpt2(const Cursor &c, size_t i) {
     return i + 1;
 }
 
-size_t match_llama3(const Cursor &c, size_t i, size_t max_digits) {
-    if (size_t k = match_contraction(c, i, true)) return k;
+// contractions: the (?i:'s|...) alternative (ufakzeka drops it); punct_newlines: the [\r\n]* after
+// ' ?[^\s\p{L}\p{N}]+' (seed-coder drops it).
+size_t match_llama3(const Cursor &c, size_t i, size_t max_digits, bool contractions = true,
+                    bool punct_newlines = true) {
+    if (contractions)
+        if (size_t k = match_contraction(c, i, true)) return k;
     // [^\r\n\p{L}\p{N}]?\p{L}+
     if (!c.newline(i) && !c.letter(i) && !c.number(i) && c.letter(i + 1)) {
         size_t k = i + 1;
@@ -86,19 +100,103 @@ size_t match_llama3(const Cursor &c, size_t i, size_t max_digits) {
     size_t k = (c.at(i) == ' ' && c.other(i + 1)) ? i + 1 : i;
     if (c.other(k)) {
         while (c.other(k)) ++k;
+        while (punct_newlines && c.newline(k)) ++k;
+        return k;
+    }
+    if (c.space(i)) return match_space_newlines(c, i);
+    return i + 1;
+}
+
+// gpt-4o (with_contractions, 3 digits) and tekken (neither, 1 digit), as llama.cpp runs them:
+// [^\r\n\p{L}\p{N}]?U*W+C?|[^\r\n\p{L}\p{N}]?U+W*C?|\p{N}{1,max}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+// where U is a letter but a-z, W a letter but A-Z (non-ASCII letters are both: llama.cpp's
+// ((?=[\p{L}])([^a-z])) on one byte per code point) and C the optional (?i:'s|...) contraction.
+size_t match_gpt4o(const Cursor &c, size_t i, size_t max_digits, bool with_contractions) {
+    auto U = [&](size_t k) { return c.letter(k) && !(c.at(k) >= 'a' && c.at(k) <= 'z'); };
+    auto W = [&](size_t k) { return c.letter(k) && !(c.at(k) >= 'A' && c.at(k) <= 'Z'); };
+    auto contraction = [&](size_t e) {
+        if (with_contractions)
+            if (size_t k = match_contraction(c, e, true)) return k;
+        return e;
+    };
+    const bool prefix = i < c.end && !c.newline(i) && !c.letter(i) && !c.number(i);
+    // U*W+: greedy U* backs off to the last W it holds when no W follows the run.
+    auto upper_lower = [&](size_t p) -> size_t {
+        size_t u = p;
+        while (U(u)) ++u;
+        if (W(u)) { while (W(u)) ++u; return u; }
+        for (size_t j = u; j > p; --j)
+            if (W(j - 1)) return j;
+        return 0;
+    };
+    auto upper_then_lower = [&](size_t p) -> size_t {  // U+W*
+        if (!U(p)) return 0;
+        size_t u = p;
+        while (U(u)) ++u;
+        while (W(u)) ++u;
+        return u;
+    };
+    if (prefix)
+        if (size_t e = upper_lower(i + 1)) return contraction(e);
+    if (size_t e = upper_lower(i)) return contraction(e);
+    if (prefix)
+        if (size_t e = upper_then_lower(i + 1)) return contraction(e);
+    if (size_t e = upper_then_lower(i)) return contraction(e);
+    if (c.number(i)) {
+        size_t k = i;
+        while (c.number(k) && k - i < max_digits) ++k;
+        return k;
+    }
+    size_t k = (c.at(i) == ' ' && c.other(i + 1)) ? i + 1 : i;
+    if (c.other(k)) {
+        while (c.other(k)) ++k;
+        while (c.newline(k) || c.at(k) == '/') ++k;
+        return k;
+    }
+    if (c.space(i)) return match_space_newlines(c, i);
+    return i < c.end ? i + 1 : i;
+}
+
+// deepseek-v3's last stage:
+// [!-/:-@[-`{-~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+// Returns i when nothing matches there (a number: the first stage made those pieces).
+size_t match_deepseek3(const Cursor &c, size_t i) {
+    auto ascii_punct = [&](size_t k) {
+        const uint32_t cp = c.at(k);
+        return (cp >= 0x21 && cp <= 0x2F) || (cp >= 0x3A && cp <= 0x40) || (cp >= 0x5B && cp <= 0x60) ||
+               (cp >= 0x7B && cp <= 0x7E);
+    };
+    auto ascii_letter = [&](size_t k) {
+        const uint32_t cp = c.at(k);
+        return (cp >= 'A' && cp <= 'Z') || (cp >= 'a' && cp <= 'z');
+    };
+    auto lm = [&](size_t k) { return c.letter(k) || (k < c.end && c.t.cls[k] == unicode::kMark); };
+    auto ps = [&](size_t k) {
+        return k < c.end && !c.t.space[k] && (c.t.cls[k] == unicode::kPunct || c.t.cls[k] == unicode::kSymbol);
+    };
+    if (ascii_punct(i) && ascii_letter(i + 1)) {
+        size_t k = i + 1;
+        while (ascii_letter(k)) ++k;
+        return k;
+    }
+    if (lm(i)) {
+        size_t k = i;
+        while (lm(k)) ++k;
+        return k;
+    }
+    if (i < c.end && !c.newline(i) && !ps(i) && lm(i + 1)) {
+        size_t k = i + 1;
+        while (lm(k)) ++k;
+        return k;
+    }
+    size_t k = (c.at(i) == ' ' && ps(i + 1)) ? i + 1 : i;
+    if (ps(k)) {
+        while (ps(k)) ++k;
         while (c.newline(k)) ++k;
         return k;
     }
-    if (c.space(i)) {
-        // \s*[\r\n]+ : greedy \s* backs off to the last newline of the run.
-        size_t last_nl = SIZE_MAX;
-        size_t j = i;
-        for (; c.space(j); ++j)
-            if (c.newline(j)) last_nl = j;
-        if (last_nl != SIZE_MAX) return last_nl + 1;
-        return match_trailing_space(c, i);
-    }
-    return i + 1;
+    if (c.space(i)) return match_space_newlines(c, i);
+    return i;
 }
 
 // qwen35: llama.cpp's hand-written splitter for
@@ -173,6 +271,9 @@ const Range kDeepseekPunct[] = {{0x21, 0x2F}, {0x3A, 0x7E}, {0x2018, 0x201F}, {0
 // [一-龥ࠀ-一가-퟿]: U+0800..U+9FA5 and U+AC00..U+D7FF.
 const Range kDeepseekCjk[] = {{0x800, 0x9FA5}, {0xAC00, 0xD7FF}};
 
+// deepseek-v3's [一-龥぀-ゟ゠-ヿ]: U+4E00..U+9FA5, hiragana and katakana.
+const Range kDeepseek3Cjk[] = {{0x3040, 0x30FF}, {0x4E00, 0x9FA5}};
+
 template <size_t N>
 bool listed(const Cursor &c, size_t k, const Range (&r)[N]) {
     if (k >= c.end || (c.t.space[k] && c.t.cps[k] >= 0x80)) return false;  // U+000B for std::wregex
@@ -199,6 +300,11 @@ size_t match_numbers(const Cursor &c, size_t i) {  // \p{N}+
     return k;
 }
 size_t match_number(const Cursor &c, size_t i) { return c.number(i) ? i + 1 : i; }  // \p{N}
+size_t match_numbers3(const Cursor &c, size_t i) {  // \p{N}{1,3}
+    size_t k = i;
+    while (c.number(k) && k - i < 3) ++k;
+    return k;
+}
 size_t match_three_digits(const Cursor &c, size_t i) {  // [0-9][0-9][0-9]
     for (size_t k = i; k < i + 3; ++k)
         if (!(c.at(k) >= '0' && c.at(k) <= '9')) return i;
@@ -246,6 +352,11 @@ PreTokenizer PreTokenizer::from_name(const std::string &pre) {
     if (is({"qwen2", "stablelm2", "deepseek-r1-qwen", "kormo", "f2llmv2", "megrez", "hunyuan", "solar-open",
             "grok-2"}))
         return PreTokenizer(Kind::QWEN2);
+    if (is({"gpt-4o", "llama4", "kanana2", "talkie", "minimax-m2"})) return PreTokenizer(Kind::GPT4O);
+    if (pre == "tekken") return PreTokenizer(Kind::TEKKEN, true);
+    if (is({"deepseek-v3", "hunyuan-dense", "joyai-llm", "hy_v4"})) return PreTokenizer(Kind::DEEPSEEK3);
+    if (pre == "seed-coder") return PreTokenizer(Kind::SEED_CODER);
+    if (pre == "ufakzeka") return PreTokenizer(Kind::UFAKZEKA);
     if (is({"smollm", "starcoder", "refact", "command-r", "codeshell", "exaone", "minerva-7b", "mellum2"}))
         return PreTokenizer(Kind::DIGITS_GPT2);
     throw UnsupportedError("unsupported tokenizer pre-tokenizer (tokenizer.ggml.pre) '" + pre + "'");
@@ -265,6 +376,8 @@ void PreTokenizer::split(std::string_view text, std::vector<std::pair<uint32_t, 
                 case Kind::LLAMA3: j = match_llama3(c, i, 3); break;
                 case Kind::QWEN2: j = match_llama3(c, i, 1); break;
                 case Kind::QWEN35: j = match_qwen35(c, i); break;
+                case Kind::SEED_CODER: j = match_llama3(c, i, 1, true, false); break;
+                case Kind::UFAKZEKA: j = match_llama3(c, i, 1, false, true); break;
                 default: j = match_gpt2(c, i); break;
             }
             emit(i, j);
@@ -272,7 +385,8 @@ void PreTokenizer::split(std::string_view text, std::vector<std::pair<uint32_t, 
         }
     };
     switch (kind_) {
-        case Kind::GPT2: case Kind::LLAMA3: case Kind::QWEN2: case Kind::QWEN35:
+        case Kind::GPT2: case Kind::LLAMA3: case Kind::QWEN2: case Kind::QWEN35: case Kind::SEED_CODER:
+        case Kind::UFAKZEKA:
             run(0, n);
             return;
         default: break;
@@ -354,6 +468,19 @@ void PreTokenizer::split(std::string_view text, std::vector<std::pair<uint32_t, 
                 return match_run(i, [&](size_t k) { return listed(c, k, kDeepseekCjk); });
             });
             search(match_numbers);
+            break;
+        case Kind::GPT4O:
+            search([](const Cursor &c, size_t i) { return match_gpt4o(c, i, 3, true); });
+            break;
+        case Kind::TEKKEN:
+            search([](const Cursor &c, size_t i) { return match_gpt4o(c, i, 1, false); });
+            break;
+        case Kind::DEEPSEEK3:
+            search(match_numbers3);
+            search([](const Cursor &c, size_t i) {
+                return match_run(i, [&](size_t k) { return listed(c, k, kDeepseek3Cjk); });
+            });
+            search(match_deepseek3);
             break;
         case Kind::DEEPSEEK_CODER:
             search(match_newline);

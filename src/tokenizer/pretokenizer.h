@@ -18,12 +18,17 @@ public:
         QWEN2,        // as LLAMA3 but \p{N} (single digits)
         DIGITS_GPT2,  // \p{N} isolated first, then GPT2 on the rest (smollm, starcoder, ...)
         QWEN35,       // as QWEN2 with marks joining letters: [^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+, ?[^\s\p{L}\p{M}\p{N}]+
+        SEED_CODER,   // as QWEN2 without the [\r\n]* after punctuation
+        UFAKZEKA,     // as QWEN2 without the contractions
+        GPT4O,        // [^\r\n\p{L}\p{N}]?[upper]*[lower]+'s?|...[upper]+[lower]*'s?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|...
+        TEKKEN,       // as GPT4O without the contractions, \p{N} single
         // Several regexes in a row, each splitting the pieces the previous one left (llama.cpp's
         // regex_exprs lists): matches and the text between them both become pieces.
         DEFAULT,         // [\p{P}$+<=>^~|]+ ; GPT2 ; \p{N}+ ; [0-9]{3}   (no or "default" pre: aquila, gpt-neox)
         FALCON,          // [\p{P}$+<=>^~|`]+ ; GPT2 ; [0-9]{3}
         DEEPSEEK_LLM,    // [\r\n] ; \s?[Latin/Greek/Cyrillic/...]+ ; \s?[ASCII and CJK punctuation]+ ; \s+$ ; [CJK]+ ; \p{N}+
         DEEPSEEK_CODER,  // [\r\n] ; \s?\p{L}+ ; \s?\p{P}+ ; [CJK]+ ; \p{N}
+        DEEPSEEK3,       // \p{N}{1,3} ; [CJK kana]+ ; [ASCII punct][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+|...
     };
 
     // Maps a tokenizer.ggml.pre value to its splitter; throws UnsupportedError naming it.

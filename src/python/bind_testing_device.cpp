@@ -53,6 +53,12 @@ struct DeviceMatrix {
         owned.push_back(dev->allocate(bytes));
         return owned.back();
     }
+    // Runs `table` once (token 0 of a replay at position 0) and reads `bytes` of `from` into dst.
+    void run_and_read(const akunu::DispatchTable &table, void *dst, const akunu::Buffer &from, size_t bytes) {
+        dev->encode_dispatch_table(table, 0, 1);
+        dev->synchronize();
+        dev->read_buffer(dst, from, bytes);
+    }
 };
 
 // A device of `backend` with no matrix yet: the owner of the buffers a helper allocates.
@@ -144,9 +150,7 @@ void bind_testing_device(nb::module_ &m) {
                     .buf(dm->w)
                     .params(p)
                     .emit();
-                dev.encode_dispatch_table(table, 0, 1);
-                dev.synchronize();
-                dev.read_buffer(y->data(), yb, y->size() * sizeof(float));
+                dm->run_and_read(table, y->data(), yb, y->size() * sizeof(float));
             }
             return nb::ndarray<nb::numpy, float, nb::ndim<2>>(y->data(), {(size_t)M, (size_t)n_rows}, owner_of(y));
         },
@@ -209,9 +213,7 @@ void bind_testing_device(nb::module_ &m) {
                     b.buf(nb_);
                 }
                 b.params(p).emit();
-                dev.encode_dispatch_table(table, 0, 1);
-                dev.synchronize();
-                dev.read_buffer(y->data(), yb, y->size() * sizeof(float));
+                dm->run_and_read(table, y->data(), yb, y->size() * sizeof(float));
             }
             return nb::ndarray<nb::numpy, float, nb::ndim<1>>(y->data(), {(size_t)n_rows}, owner_of(y));
         },
@@ -244,9 +246,7 @@ void bind_testing_device(nb::module_ &m) {
                     .buf(ob)
                     .params(p)
                     .emit();
-                dev.encode_dispatch_table(table, 0, 1);
-                dev.synchronize();
-                dev.read_buffer(out->data(), ob, out->size() * sizeof(float));
+                dm->run_and_read(table, out->data(), ob, out->size() * sizeof(float));
             }
             return nb::ndarray<nb::numpy, float, nb::ndim<2>>(out->data(), {(size_t)n, (size_t)k}, owner_of(out));
         },
@@ -286,9 +286,7 @@ void bind_testing_device(nb::module_ &m) {
                     .buf(fb)
                     .params(p)
                     .emit();
-                dev.encode_dispatch_table(table, 0, 1);
-                dev.synchronize();
-                dev.read_buffer(rotated->data(), qb, rotated->size() * sizeof(float));
+                dm->run_and_read(table, rotated->data(), qb, rotated->size() * sizeof(float));
             }
             return nb::make_tuple(
                 nb::ndarray<nb::numpy, float, nb::ndim<2>>(rotated->data(), {(size_t)rows, (size_t)stride}, owner_of(rotated)),
@@ -344,9 +342,7 @@ void bind_testing_device(nb::module_ &m) {
                     .buf(ob)
                     .params(p)
                     .emit();
-                dev.encode_dispatch_table(table, 0, 1);
-                dev.synchronize();
-                dev.read_buffer(out->data(), ob, out->size() * sizeof(float));
+                dm->run_and_read(table, out->data(), ob, out->size() * sizeof(float));
             }
             return nb::ndarray<nb::numpy, float, nb::ndim<2>>(out->data(), {(size_t)rows, (size_t)out_stride}, owner_of(out));
         },
@@ -371,9 +367,7 @@ void bind_testing_device(nb::module_ &m) {
                 akunu::ArgmaxParams p{(uint32_t)n};
                 akunu::DispatchTable table;
                 akunu::CmdBuilder(table, dev, "argmax_f32", {1, 1, 1}).buf(xb).buf(tb).params(p).emit();
-                dev.encode_dispatch_table(table, 0, 1);
-                dev.synchronize();
-                dev.read_buffer(&token, tb, sizeof(token));
+                dm->run_and_read(table, &token, tb, sizeof(token));
             }
             return token;
         },

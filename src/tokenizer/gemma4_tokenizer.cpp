@@ -7,6 +7,7 @@
 #include <queue>
 #include <unordered_map>
 
+#include "tokenizer/sentencepiece_alphabet.h"
 #include "tokenizer/unicode.h"
 #include "tokenizer/vocab.h"
 #include "weights/gguf_file.h"
@@ -14,8 +15,6 @@
 namespace akunu {
 
 namespace {
-
-const char kSpaceMarker[] = "\xE2\x96\x81";  // U+2581 "▁"
 
 class Gemma4Tokenizer final : public VocabTokenizer {
 public:
@@ -150,26 +149,7 @@ void Gemma4Tokenizer::encode_run(std::string_view run, std::vector<int32_t> &out
     }
 }
 
-std::string Gemma4Tokenizer::compute_piece(int32_t id) const {
-    const std::string &text = v_.tokens[id];
-    switch (v_.types[id]) {
-        case kNormal: {
-            std::string r;
-            for (size_t i = 0; i < text.size(); ++i) {
-                if (text.compare(i, 3, kSpaceMarker) == 0) { r += ' '; i += 2; }
-                else r += text[i];
-            }
-            return r;
-        }
-        case kByte: {
-            unsigned b = 0;
-            if (text.size() == 6 && std::sscanf(text.c_str(), "<0x%2X>", &b) == 1) return std::string(1, (char)b);
-            return text;
-        }
-        case kUnused: return {};
-        default: return text;  // control, user-defined, unknown: their text
-    }
-}
+std::string Gemma4Tokenizer::compute_piece(int32_t id) const { return sentencepiece_piece(v_, id); }
 
 }  // namespace
 

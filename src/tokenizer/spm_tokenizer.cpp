@@ -6,14 +6,13 @@
 #include <cstdio>
 #include <queue>
 
+#include "tokenizer/sentencepiece_alphabet.h"
 #include "tokenizer/unicode.h"
 #include "tokenizer/vocab.h"
 
 namespace akunu {
 
 namespace {
-
-const char kSpaceMarker[] = "\xE2\x96\x81";  // U+2581 "▁"
 
 class SpmTokenizer final : public VocabTokenizer {
 public:
@@ -108,26 +107,7 @@ void SpmTokenizer::encode_fragment(std::string_view text, bool after_special, st
     }
 }
 
-std::string SpmTokenizer::compute_piece(int32_t id) const {
-    const std::string &text = v_.tokens[id];
-    switch (v_.types[id]) {
-        case kNormal: {
-            std::string r;
-            for (size_t i = 0; i < text.size(); ++i) {
-                if (text.compare(i, 3, kSpaceMarker) == 0) { r += ' '; i += 2; }
-                else r += text[i];
-            }
-            return r;
-        }
-        case kByte: {
-            unsigned b = 0;
-            if (text.size() == 6 && std::sscanf(text.c_str(), "<0x%2X>", &b) == 1) return std::string(1, (char)b);
-            return text;
-        }
-        case kUnused: return {};
-        default: return text;  // control, user-defined, unknown: their text
-    }
-}
+std::string SpmTokenizer::compute_piece(int32_t id) const { return sentencepiece_piece(v_, id); }
 
 }  // namespace
 

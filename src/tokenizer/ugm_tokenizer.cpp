@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "tokenizer/sentencepiece_alphabet.h"
 #include "tokenizer/unicode.h"
 #include "tokenizer/vocab.h"
 #include "weights/gguf_file.h"
@@ -22,8 +23,6 @@
 namespace akunu {
 
 namespace {
-
-const char kSpaceMarker[] = "\xE2\x96\x81";  // U+2581 "▁"
 
 // Token texts sorted bytewise; a prefix walk narrows the range one byte at a time, so every token
 // that is a prefix of the input is found in order of length.
@@ -272,26 +271,7 @@ void UgmTokenizer::encode_fragment(std::string_view text, bool, std::vector<int3
     std::reverse(out.begin() + first, out.end());
 }
 
-std::string UgmTokenizer::compute_piece(int32_t id) const {
-    const std::string &text = v_.tokens[id];
-    switch (v_.types[id]) {
-        case kNormal: {
-            std::string r;
-            for (size_t i = 0; i < text.size(); ++i) {
-                if (text.compare(i, 3, kSpaceMarker) == 0) { r += ' '; i += 2; }
-                else r += text[i];
-            }
-            return r;
-        }
-        case kByte: {
-            unsigned b = 0;
-            if (text.size() == 6 && std::sscanf(text.c_str(), "<0x%2X>", &b) == 1) return std::string(1, (char)b);
-            return text;
-        }
-        case kUnused: return {};
-        default: return text;  // control, user-defined, unknown: their text
-    }
-}
+std::string UgmTokenizer::compute_piece(int32_t id) const { return sentencepiece_piece(v_, id); }
 
 }  // namespace
 

@@ -16,15 +16,15 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def tokenizer_testdata() -> Path:
-    """llama.cpp's tokenizer test vectors: $AKUNU_TOKENIZER_TESTDATA, else shared/ beside the checkout."""
+    """llama.cpp's tokenizer test vectors: $AKUNU_TOKENIZER_TESTDATA, else shared/ beside the checkout, else
+    the same files from the llama-cpp-python sdist (llama_cpp_vocabs below, fetched with pip on first use)."""
     candidates = [os.environ.get("AKUNU_TOKENIZER_TESTDATA"),
                   REPO.parent / "shared" / "testdata" / "tokenizer",
                   REPO / "shared" / "testdata" / "tokenizer"]
     for c in candidates:
         if c and (Path(c) / "ggml-vocab-gpt-2.gguf").is_file():
             return Path(c)
-    raise FileNotFoundError("tokenizer test data not found: set AKUNU_TOKENIZER_TESTDATA or place shared/ "
-                            "beside the checkout (looked in: " + ", ".join(str(c) for c in candidates if c) + ")")
+    return llama_cpp_vocabs()
 
 
 def smollm2_path() -> Path:

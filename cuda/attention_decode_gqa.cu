@@ -48,50 +48,59 @@ __device__ __forceinline__ uint32_t ceil_div_dev(uint32_t a, uint32_t b) { retur
 
 // Chunks in flight: kStages - 1 load while one is used. Deep enough that a block's loads cover
 // the memory latency, shallow enough for two blocks per SM (head_dim 128: 3 x 32 KB of F16 K and
-// V; the Q8_0 cache's chunks are half that, so four of them plus the f16 tile).
+// V); the Q8_0 cache's three staged chunks and V tile leave room for three.
 template <int HD, bool kQ8>
 constexpr int stages() {
-    return HD <= 64 || kQ8 ? 4 : 3;
+    return HD <= 64 && !kQ8 ? 4 : 3;
 }
 
-// Shared memory. F16 cache: the ring of K/V chunk tiles. Q8_0 cache: the ring of staged Q8_0
-// chunks and one f16 tile they are dequantized into. Before the key loop the last tile (for F16
-// the first one staged after the prologue) holds the group's q rows (hi, lo) and rotate_head's
-// stash; after it the warps' (m, l, acc) states take the tiles. So two blocks of head_dim 128 fit
-// an SM.
+// Before the key loop: the group's q rows (hi, lo) and rotate_head's stash.
+template <int HD>
+struct Prologue {
+    __half q_hi[kRows][HD + 8];
+    __half q_lo[kRows][HD + 8];
+    float stash[kWarps][HD];
+};
+
+// Shared memory of the F16 cache: the ring of K/V chunk tiles. The prologue lives in the last tile
+// (the first one staged after it); after the loop the warps' (m, l, acc) states take the tiles.
+// Of the Q8_0 cache: the ring of staged Q8_0 chunks, whose K the mma reads as fragments straight
+// from the int8 rows, and one f16 tile each chunk's V is dequantized into (it holds the prologue);
+// after the loop the states take the ring.
 template <int HD, bool kQ8>
-struct SmemTiles {
+struct Smem {
     static constexpr int LD = HD + 8;  // halves per row: the 8 rows of an ldmatrix hit distinct banks
     static constexpr int kStages = stages<HD, kQ8>();
-    static constexpr int kTiles = kQ8 ? 1 : kStages;
-    __half ks[kTiles][kChunkKeys][LD];
-    __half vs[kTiles][kChunkKeys][LD];
-    struct Prologue {
-        __half q_hi[kRows][LD];
-        __half q_lo[kRows][LD];
-        float stash[kWarps][HD];
-    };
-    __device__ Prologue &prologue() { return *reinterpret_cast<Prologue *>(&ks[kTiles - 1][0][0]); }
+    __half ks[kStages][kChunkKeys][LD];
+    __half vs[kStages][kChunkKeys][LD];
+    __device__ Prologue<HD> &prologue() { return *reinterpret_cast<Prologue<HD> *>(&ks[kStages - 1][0][0]); }
     __device__ float *states() { return reinterpret_cast<float *>(&ks[0][0][0]); }  // [kWarps][kRows][HD + 2]
-    // Where the states may reach: ks and vs are one array's two halves.
-    static constexpr size_t kTileBytes = 2 * sizeof(__half) * kTiles * kChunkKeys * LD;
+    __device__ __half (*v_tile(uint32_t buf))[LD] { return vs[buf]; }
+    static constexpr size_t kPrologueBytes = sizeof(ks[0]);
+    static constexpr size_t kStateBytes = sizeof(ks) + sizeof(vs);  // one array's two halves
 };
-template <int HD, bool kQ8>
-struct Smem : SmemTiles<HD, kQ8> {};
 template <int HD>
-struct Smem<HD, true> : SmemTiles<HD, true> {
-    Q8Chunk<HD, kChunkKeys> ring[SmemTiles<HD, true>::kStages];
+struct Smem<HD, true> {
+    static constexpr int LD = HD + 8;
+    static constexpr int kStages = stages<HD, true>();
+    __half vs[kChunkKeys][LD];
+    Q8Chunk<HD, kChunkKeys> ring[kStages];
+    __device__ Prologue<HD> &prologue() { return *reinterpret_cast<Prologue<HD> *>(&vs[0][0]); }
+    __device__ float *states() { return reinterpret_cast<float *>(&ring[0]); }
+    __device__ __half (*v_tile(uint32_t))[LD] { return vs; }
+    static constexpr size_t kPrologueBytes = sizeof(vs);
+    static constexpr size_t kStateBytes = sizeof(ring);
 };
 template <int HD, bool kQ8>
 constexpr bool smem_holds_its_phases() {
     using S = Smem<HD, kQ8>;
-    return sizeof(typename S::Prologue) <= sizeof(S::ks[0]) &&
-           S::kTileBytes >= kWarps * kRows * (HD + 2) * sizeof(float) &&  // the warps' states
-           S::kTileBytes >= kRows * (kMaxSplits + HD) * sizeof(float);   // the merge's weights and outputs
+    return sizeof(Prologue<HD>) <= S::kPrologueBytes &&
+           S::kStateBytes >= kWarps * kRows * (HD + 2) * sizeof(float) &&  // the warps' states
+           S::kStateBytes >= kRows * (kMaxSplits + HD) * sizeof(float);   // the merge's weights and outputs
 }
 static_assert(smem_holds_its_phases<64, false>() && smem_holds_its_phases<128, false>() &&
                   smem_holds_its_phases<64, true>() && smem_holds_its_phases<128, true>(),
-              "the prologue, the states and the merge fit the tiles");
+              "the prologue, the states and the merge fit");
 
 template <class Pairs, int HD, bool kQ8>
 __global__ void __launch_bounds__(kWarps * 32)
@@ -105,7 +114,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     constexpr int kDpl = HD / 32;  // dims per lane when a warp holds a whole head (rotate_head)
     extern __shared__ __align__(16) unsigned char smem_raw[];
     Smem<HD, kQ8> &sm = *reinterpret_cast<Smem<HD, kQ8> *>(smem_raw);
-    typename Smem<HD, kQ8>::Prologue &pro = sm.prologue();
+    Prologue<HD> &pro = sm.prologue();
     const uint32_t tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
     const uint32_t kv_head = blockIdx.x, split = blockIdx.z;
     const uint32_t group = p.n_heads / p.n_kv_heads, head0 = kv_head * group;
@@ -184,8 +193,10 @@ __global__ void __launch_bounds__(kWarps * 32)
         for (int i = 0; i < kDpl; i += 2) {
             const __half2 hi = __floats2half2_rn(x[i], x[i + 1]);
             const float2 back = __half22float2(hi);
-            *reinterpret_cast<__half2 *>(&pro.q_hi[r][lane * kDpl + i]) = hi;
-            *reinterpret_cast<uint32_t *>(&pro.q_lo[r][lane * kDpl + i]) = pack_half2(x[i] - back.x, x[i + 1] - back.y);
+            // Q8_0: dims in the k order of the key fragments read from int8 rows (q8_fragment_column)
+            const uint32_t col = kQ8 ? q8_fragment_column(lane * kDpl + i) : lane * kDpl + i;
+            *reinterpret_cast<__half2 *>(&pro.q_hi[r][col]) = hi;
+            *reinterpret_cast<uint32_t *>(&pro.q_lo[r][col]) = pack_half2(x[i] - back.x, x[i + 1] - back.y);
         }
     }
     // The token's own key and value (RoPE variant): the block holding the context's last key
@@ -237,7 +248,7 @@ __global__ void __launch_bounds__(kWarps * 32)
 
     if (!early)
         for (int c = 0; c < kStages - 1; ++c) stage(c);
-    if constexpr (kQ8) __syncthreads();  // every warp holds its q fragments: the tile takes keys
+    if constexpr (kQ8) __syncthreads();  // every warp holds its q fragments: the V tile takes values
     for (uint32_t c = 0; c < n_chunks; ++c) {
         cp_async_wait_group<kStages - 2>();  // chunk c has landed; the next ones may fly
         // ... for every thread (Q8_0: of the warp, which stages, dequantizes and reads only its own
@@ -245,21 +256,48 @@ __global__ void __launch_bounds__(kWarps * 32)
         if constexpr (kQ8) __syncwarp(); else __syncthreads();
         stage(c + kStages - 1);  // into chunk c - 1's buffer
         if constexpr (kQ8) {
-            sm.ring[c % kStages].dequantize(sm.ks[0], sm.vs[0], 16 * warp, 16, lane, 32);
+            sm.ring[c % kStages].dequantize(static_cast<__half(*)[Smem<HD, kQ8>::LD]>(nullptr), sm.vs, 16 * warp, 16,
+                                            lane, 32);  // V only
             __syncwarp();
         }
-        const uint32_t buf = kQ8 ? 0 : c % kStages, c0 = k_begin + c * kChunkKeys;
+        const uint32_t buf = c % kStages, c0 = k_begin + c * kChunkKeys;
         const uint32_t w0 = c0 + 16 * warp;  // the warp's first key
         if (w0 < k_end) {                    // warp-uniform
             float s[2][4] = {};
+            if constexpr (kQ8) {
+                // Per 32-dim block: the integer keys' scores, then times each key's block scale.
+                const Q8Chunk<HD, kChunkKeys> &chunk = sm.ring[buf];
 #pragma unroll
-            for (int kk = 0; kk < HD / 16; ++kk) {
-                uint32_t b[4];
-                ldmatrix_x4(b, &sm.ks[buf][16 * warp + (lane & 7) + 8 * (lane >> 4)][16 * kk + 8 * ((lane >> 3) & 1)]);
-                mma_16816(s[0], qa[kk], b);
-                mma_16816(s[1], qa[kk], b + 2);
-                mma_16816(s[0], qa_lo[kk], b);
-                mma_16816(s[1], qa_lo[kk], b + 2);
+                for (int b = 0; b < HD / 32; ++b) {
+                    float sb[2][4] = {};
+#pragma unroll
+                    for (int j = 0; j < 2; ++j) {  // n-tile j: keys 16 warp + 8 j + 0..7, this lane's row g
+                        uint32_t frag[2][2];
+                        chunk.read_key_fragments(16 * warp + 8 * j + g, b, t, frag);
+                        mma_16816(sb[j], qa[2 * b], frag[0]);
+                        mma_16816(sb[j], qa_lo[2 * b], frag[0]);
+                        mma_16816(sb[j], qa[2 * b + 1], frag[1]);
+                        mma_16816(sb[j], qa_lo[2 * b + 1], frag[1]);
+                    }
+#pragma unroll
+                    for (int j = 0; j < 2; ++j)
+#pragma unroll
+                        for (int e = 0; e < 2; ++e) {  // this lane's columns: keys 8 j + 2 t + e
+                            const float scale = __half2float(chunk.kd[16 * warp + 8 * j + 2 * t + e][b]);
+                            s[j][e] = fmaf(sb[j][e], scale, s[j][e]);
+                            s[j][2 + e] = fmaf(sb[j][2 + e], scale, s[j][2 + e]);
+                        }
+                }
+            } else {
+#pragma unroll
+                for (int kk = 0; kk < HD / 16; ++kk) {
+                    uint32_t b[4];
+                    ldmatrix_x4(b, &sm.ks[buf][16 * warp + (lane & 7) + 8 * (lane >> 4)][16 * kk + 8 * ((lane >> 3) & 1)]);
+                    mma_16816(s[0], qa[kk], b);
+                    mma_16816(s[1], qa[kk], b + 2);
+                    mma_16816(s[0], qa_lo[kk], b);
+                    mma_16816(s[1], qa_lo[kk], b + 2);
+                }
             }
 #pragma unroll
             for (int j = 0; j < 2; ++j)
@@ -275,7 +313,7 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll
             for (int dj = 0; dj < HD / 16; ++dj) {
                 uint32_t b[4];
-                ldmatrix_x4_trans(b, &sm.vs[buf][16 * warp + (lane & 7) + 8 * ((lane >> 3) & 1)][16 * dj + 8 * (lane >> 4)]);
+                ldmatrix_x4_trans(b, &sm.v_tile(buf)[16 * warp + (lane & 7) + 8 * ((lane >> 3) & 1)][16 * dj + 8 * (lane >> 4)]);
                 mma_16816(o[2 * dj], pa, b);
                 mma_16816(o[2 * dj + 1], pa, b + 2);
             }

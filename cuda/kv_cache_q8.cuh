@@ -103,7 +103,10 @@ __device__ __forceinline__ void dequantize16_q8(const uint4 q, __half2 scale, __
 // dequantized into f16 rows of LD halves. Staged rows past `valid` are zeros (value 0, scale 0).
 template <int HD, int kKeys>
 struct Q8Chunk {
-    int8_t kq[kKeys][HD];
+    // K rows padded by 16 bytes: the 8 rows of a warp's 8-byte fragment loads (read_key_fragments)
+    // then spread over every bank.
+    static constexpr int kKeyStride = HD + 16;
+    int8_t kq[kKeys][kKeyStride];
     int8_t vq[kKeys][HD];
     __align__(8) __half kd[kKeys][HD / 32];
     __align__(8) __half vd[kKeys][HD / 32];
@@ -133,18 +136,50 @@ struct Q8Chunk {
         }
     }
 
-    // Rows r0..r0 + n of the staged chunk into f16 rows ks[j][0..HD), vs[j][0..HD), by n_threads
-    // threads (after their copies landed and a barrier over those threads; the caller's next
-    // barrier publishes the rows).
+    // Rows r0..r0 + n of the staged chunk into f16 rows ks[j][0..HD) (ks null: V only) and
+    // vs[j][0..HD), by n_threads threads (after their copies landed and a barrier over those
+    // threads; the caller's next barrier publishes the rows).
     template <int LD>
     __device__ void dequantize(__half (*ks)[LD], __half (*vs)[LD], uint32_t r0, uint32_t n, uint32_t tid,
                                uint32_t n_threads) const {
         for (uint32_t i = tid; i < n * HD / 16; i += n_threads) {
             const uint32_t j = r0 + i / (HD / 16), d = 16 * (i % (HD / 16));
-            dequantize16_q8(*reinterpret_cast<const uint4 *>(&kq[j][d]), __half2half2(kd[j][d / 32]), &ks[j][d]);
+            if (ks) dequantize16_q8(*reinterpret_cast<const uint4 *>(&kq[j][d]), __half2half2(kd[j][d / 32]), &ks[j][d]);
             dequantize16_q8(*reinterpret_cast<const uint4 *>(&vq[j][d]), __half2half2(vd[j][d / 32]), &vs[j][d]);
         }
     }
+
+    // The B fragments of S = Q K^T for key row j and the 32-dim block b straight from the staged
+    // int8 values, unscaled (the integers are exact in f16; the caller applies the block's scale to
+    // the f32 scores): frag[0] for k-step 2b, frag[1] for 2b + 1. The query's dims are permuted to
+    // match (q8_fragment_column): lane (g, t)'s four k indices of both steps are dims 8t..8t+7 of
+    // the block, one 8-byte load.
+    __device__ void read_key_fragments(uint32_t j, uint32_t b, uint32_t t, uint32_t (&frag)[2][2]) const {
+        const uint2 w = *reinterpret_cast<const uint2 *>(&kq[j][32 * b + 8 * t]);
+        const __half2 bias = __float2half2_rn(1152.f);
+        const uint32_t words[2] = {w.x ^ 0x80808080u, w.y ^ 0x80808080u};
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const uint32_t lo = __byte_perm(words[h], 0x64646464u, 0x5140u);
+            const uint32_t hi = __byte_perm(words[h], 0x64646464u, 0x7362u);
+            const __half2 a = __hsub2(*reinterpret_cast<const __half2 *>(&lo), bias);
+            const __half2 c = __hsub2(*reinterpret_cast<const __half2 *>(&hi), bias);
+            frag[h][0] = *reinterpret_cast<const uint32_t *>(&a);
+            frag[h][1] = *reinterpret_cast<const uint32_t *>(&c);
+        }
+    }
 };
+
+// Where dim d of a query goes in the mma's k order when K's fragments come from read_key_fragments:
+// within each 32-dim block, dim 8t + 4h + 2u + v is k index 16h + 8u + 2t + v (k-step 2b + h, the
+// fragment half u, lane t, element v). Pairs (v = 0, 1) stay adjacent.
+__host__ __device__ constexpr uint32_t q8_fragment_column(uint32_t d) {
+    const uint32_t r = d % 32, t = r / 8, h = (r / 4) % 2, u = (r / 2) % 2, v = r % 2;
+    return d - r + 16 * h + 8 * u + 2 * t + v;
+}
+static_assert(q8_fragment_column(0) == 0 && q8_fragment_column(1) == 1 && q8_fragment_column(2) == 8 &&
+                  q8_fragment_column(4) == 16 && q8_fragment_column(8) == 2 && q8_fragment_column(31) == 31 &&
+                  q8_fragment_column(45) == 32 + 19,
+              "a permutation of each 32-dim block");
 
 }  // namespace akunu::cuda

@@ -120,6 +120,7 @@ void launch_rmsnorm_add_f32(const LaunchArgs &);
 void launch_head_rmsnorm_f32(const LaunchArgs &);
 void launch_bias_add_f32(const LaunchArgs &);
 void launch_softcap_f32(const LaunchArgs &);
+void launch_grammar_bitmask_f32(const LaunchArgs &);
 void launch_gelu_tanh_mul_f32(const LaunchArgs &);
 void launch_rope_interleaved_kv_write(const LaunchArgs &);
 void launch_rope_neox_kv_write(const LaunchArgs &);

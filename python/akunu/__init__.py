@@ -20,6 +20,7 @@ from ._core import (
     UnsupportedError,
     built_backends,
 )
+from .grammar import Grammar, GrammarError
 from .hf_tokenizer import HFTokenizer
 from .model import Model
 from .models import default_model_path
@@ -28,6 +29,8 @@ from .sampling import SamplingParams
 __all__ = [
     "Model",
     "SamplingParams",
+    "Grammar",
+    "GrammarError",
     "Tokenizer",
     "HFTokenizer",
     "GenerationStats",

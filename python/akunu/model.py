@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import codecs
 import dataclasses
+import itertools
 import os
 import threading
 from typing import Iterator, Sequence
@@ -12,6 +13,8 @@ from typing import Iterator, Sequence
 from . import _core
 from .chat_template import check_template, render_chat
 from .chat_templates import FAMILY_TEMPLATES, detect_family
+from .constrained import constrained_tokens
+from .grammar import GrammarCompiler
 from .sampling import SamplingParams, sampling_from_arguments
 from .stop import StopMatcher
 
@@ -81,6 +84,7 @@ class Model:
         # whole run, so threads sharing a model take turns; a stream notices if it was superseded.
         self._session_lock = threading.RLock()
         self._session = None
+        self._grammar_compiler = None
 
     @classmethod
     def from_pretrained(cls, repo_id: str, filename: str | None = None, *, revision: str | None = None,
@@ -178,6 +182,8 @@ class Model:
         tokens on every backend, up to the backends' rounding of the logits). Both are chained on
         the device, many tokens per replay of the dispatch table. Generation ends at an
         end-of-generation token, after max_tokens (default 128), or before the first `stop` string.
+        With grammar= (an akunu.Grammar), the text follows the grammar and ends when it is
+        complete; finish_reason then says "stop", or "length" if max_tokens came first.
         """
         params = sampling_from_arguments("generate", sampling, settings)
         with self._session_lock:
@@ -188,8 +194,7 @@ class Model:
         """Like generate(), but yields the text piece by piece as it is produced."""
         params = sampling_from_arguments("stream", sampling, settings)
         matcher = StopMatcher(params.stop)
-        session = self._begin_session(self._prompt_ids(prompt), params, DEFAULT_MAX_TOKENS)
-        return self._stream_text(matcher, session)
+        return self._stream_text(matcher, self._token_chunks(self._prompt_ids(prompt), params, DEFAULT_MAX_TOKENS))
 
     def generate_tokens(self, prompt: str | Sequence[int], sampling: SamplingParams | None = None,
                         **settings) -> list[int]:
@@ -201,13 +206,7 @@ class Model:
                              "apply them to the text")
         ids = self._prompt_ids(prompt)
         with self._session_lock:
-            session = self._begin_session(ids, params, DEFAULT_MAX_TOKENS)
-            out: list[int] = []
-            while True:
-                chunk = self._next_in(session)
-                if not chunk:
-                    return out
-                out.extend(chunk)
+            return [t for chunk in self._token_chunks(ids, params, DEFAULT_MAX_TOKENS) for t in chunk]
 
     def chat(self, messages: Sequence[dict], sampling: SamplingParams | None = None, *, stream: bool = False,
              **settings):
@@ -249,29 +248,50 @@ class Model:
             raise ValueError("the prompt is empty")
         return ids
 
-    def _begin_session(self, ids: list[int], params: SamplingParams, default_max_tokens: int):
-        """Start the engine's generation session for `ids`; returns its token for _next_in."""
+    @property
+    def _grammars(self) -> GrammarCompiler:
+        """This model's grammar engine (its vocabulary and compiled grammars), made on first use."""
+        if self._grammar_compiler is None:
+            self._grammar_compiler = GrammarCompiler(self.tokenizer, self.config["vocab_size"])
+        return self._grammar_compiler
+
+    def _token_chunks(self, ids: list[int], params: SamplingParams, default_max_tokens: int) -> Iterator[list[int]]:
+        """Starts a generation session for `ids` now (the prompt's prefill happens here, so errors
+        are raised by the call) and returns an iterator over its tokens, a chunk at a time. The
+        session is the model's current one until the next call starts another; reading a
+        superseded one raises RuntimeError."""
         config = params.to_core(default_max_tokens)
         with self._session_lock:
-            self._engine._begin(ids, config)
             self._session = session = object()
-        return session
+            if params.grammar is None:
+                self._engine._begin(ids, config)
+                next_chunk = self._engine._next_tokens
+            else:
+                matcher = self._grammars.matcher(params.grammar)
+                steps = constrained_tokens(self._engine, self.tokenizer, matcher, ids, config,
+                                           is_current=lambda: self._session is session)
+                first = next(steps, None)  # begins the session
+                pieces = itertools.chain([first] if first else [], steps)
 
-    def _next_in(self, session) -> list[int]:
-        """The next tokens of `session`, which must still be the model's current one."""
-        with self._session_lock:
-            if self._session is not session:
-                raise RuntimeError("this generation was superseded by another generate/stream/chat call on the "
-                                   "same model; finish or discard one stream before starting the next")
-            return self._engine._next_tokens()
+                def next_chunk() -> list[int]:
+                    return next(pieces, [])
+        return self._chunks_of(session, next_chunk)
 
-    def _stream_text(self, matcher: StopMatcher, session) -> Iterator[str]:
+    def _chunks_of(self, session, next_chunk) -> Iterator[list[int]]:
+        while True:
+            with self._session_lock:
+                if self._session is not session:
+                    raise RuntimeError("this generation was superseded by another generate/stream/chat call on the "
+                                       "same model; finish or discard one stream before starting the next")
+                chunk = next_chunk()
+            if not chunk:
+                return
+            yield chunk
+
+    def _stream_text(self, matcher: StopMatcher, chunks: Iterator[list[int]]) -> Iterator[str]:
         tok = self.tokenizer
         utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        while True:
-            chunk = self._next_in(session)
-            if not chunk:
-                break
+        for chunk in chunks:
             raw = b"".join(b"" if tok.is_control(t) else tok.token_to_piece(t) for t in chunk)
             text, stopped = matcher.feed(utf8.decode(raw))
             if text:

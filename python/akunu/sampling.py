@@ -14,9 +14,10 @@ import numbers
 import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, Optional, Union
 
 from . import _core
+from .grammar import Grammar
 
 _FLOATS = ("temperature", "top_p", "min_p", "repeat_penalty")
 _INTS = ("top_k", "repeat_last_n")
@@ -40,6 +41,9 @@ class SamplingParams:
     - max_tokens: the most tokens to generate, >= 0. None: the method's default (128; chat: 256).
     - stop: a string or strings; generated text ends before the first of them (generate, stream,
       chat; generate_tokens, which returns token ids, takes none).
+    - grammar: an akunu.Grammar the output must follow (JSON schema, GBNF, regex, choice), or None.
+      Generation then ends when the grammar is complete; model.finish_reason is "length" when
+      max_tokens (or the context) ran out first, so the output is incomplete.
 
     The engine applies the penalty, top-k, temperature, min-p and top-p in that order, then a seeded
     Gumbel-max draw. A setting out of range raises ValueError naming it and its range when the
@@ -55,6 +59,7 @@ class SamplingParams:
     seed: Union[int, None] = None
     max_tokens: Union[int, None] = None
     stop: tuple[str, ...] = ()
+    grammar: Optional[Grammar] = None
 
     def __post_init__(self):
         # Types here (numbers become plain float / int, stop a tuple); ranges in the engine, below.
@@ -84,6 +89,9 @@ class SamplingParams:
         if not isinstance(stop, tuple) or not all(isinstance(s, str) and s for s in stop):
             raise ValueError(f"stop must be a string or strings, none of them empty, got {self.stop!r}")
         object.__setattr__(self, "stop", stop)
+        if self.grammar is not None and not isinstance(self.grammar, Grammar):
+            raise ValueError(f"grammar must be an akunu.Grammar (Grammar.json_schema(...), Grammar.gbnf(...), ...) or "
+                             f"None, got {self.grammar!r}")
         try:
             self.to_core()
         except ValueError as e:

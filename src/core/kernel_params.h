@@ -137,6 +137,13 @@ struct SoftcapParams {
     float cap;
 };
 
+// A grammar's allowed-token mask applied to the logits: logits[i] = -inf where bit i of the mask
+// is clear (bit i % 32 of word i / 32, llguidance's and XGrammar's layout).
+// buffers: 0 logits F32 [n] (in place), 1 mask u32 [(n + 31) / 32]
+struct GrammarBitmaskParams {
+    uint32_t n;
+};
+
 // out = act(gate) * up.  buffers: 0 gate_up [rows, 2 * ffn] (gate then up), 1 out [rows, ffn]
 struct GatedActParams {
     uint32_t ffn_dim;

@@ -21,11 +21,12 @@ ScratchBuffers ScratchBuffers::create(Device &device, const ModelConfig &cfg, in
     s.ffn_act = device.allocate(rows * cfg.ffn_dim * f);
     s.logits = device.allocate((size_t)max_logits_rows * cfg.vocab_size * f);
     s.sampling = device.allocate(sampling_buffer_bytes((size_t)recent_tokens));
+    s.token_mask = device.allocate(token_mask_words(cfg) * 4);
     return s;
 }
 
 void ScratchBuffers::release(Device &device) {
-    for (Buffer *b : {&token_ids, &residual, &normed, &act_q, &qkv, &attn_out, &gate_up, &ffn_act, &logits, &sampling})
+    for (Buffer *b : {&token_ids, &residual, &normed, &act_q, &qkv, &attn_out, &gate_up, &ffn_act, &logits, &sampling, &token_mask})
         device.free_buffer(*b);
 }
 

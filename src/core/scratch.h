@@ -9,6 +9,9 @@
 
 namespace akunu {
 
+// Words of a grammar's token mask: one bit per output row of the model.
+inline size_t token_mask_words(const ModelConfig &cfg) { return ((size_t)cfg.vocab_size + 31) / 32; }
+
 struct ScratchBuffers {
     int max_rows = 0;         // rows every buffer below can hold
     int max_logits_rows = 0;  // rows `logits` can hold
@@ -24,6 +27,7 @@ struct ScratchBuffers {
     Buffer ffn_act;    // [rows, ffn_dim]
     Buffer logits;     // [max_logits_rows, vocab]
     Buffer sampling;   // the sampling rule, its cut and the latest tokens (core/sampling_rule.h)
+    Buffer token_mask; // u32 [(vocab + 31) / 32]: a grammar's allowed tokens, one bit each (constrained decoding)
 
     // act_q_row_bytes: the widest converted activation row (K = max(dim, q_dim, ffn_dim));
     // recent_tokens: how many latest tokens the sampling buffer holds (the context length).

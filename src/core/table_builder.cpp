@@ -446,6 +446,28 @@ DispatchTable with_sampler(const DispatchTable &decode_table, const ModelContext
     return table;
 }
 
+DispatchTable masked_choice_table(const DispatchTable &decode_table, const ModelContext &ctx) {
+    const PatchType last = decode_table.commands.empty() ? PatchType::None : decode_table.commands.back().patch;
+    if (last != PatchType::ArgmaxOutput && last != PatchType::SampleOutput)
+        throw AkunuError("internal: masked_choice_table needs a decode table that ends in its argmax or sampler");
+    DispatchTable table;
+    GrammarBitmaskParams p{};
+    p.n = ctx.config.vocab_size;
+    const uint32_t words = (uint32_t)token_mask_words(ctx.config);
+    // CPU: one work unit per 64 mask words (2048 tokens); GPUs size their own launch.
+    CmdBuilder(table, ctx.device, "grammar_bitmask_f32", {(words + 63) / 64, 1, 1})
+        .buf(ctx.scratch.logits)
+        .buf(ctx.scratch.token_mask)
+        .params(p)
+        .label("grammar_bitmask")
+        .emit();
+    table.commands.push_back(decode_table.commands.back());
+    table.labels.push_back(decode_table.labels.back());
+    table.kernel_names.push_back(decode_table.kernel_names.back());
+    table.persistent = true;
+    return table;
+}
+
 DispatchTable build_forward_table(const ModelContext &ctx, const ForwardSpec &spec) {
     if (spec.rows < 1 || spec.rows > ctx.scratch.max_rows)
         throw AkunuError("internal: forward pass of " + std::to_string(spec.rows) + " rows exceeds scratch");

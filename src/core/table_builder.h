@@ -54,4 +54,10 @@ inline DispatchTable build_dispatch_table(const ModelContext &ctx) {
 // decode chains like greedy decode (token i's draw feeding token i + 1 on the device).
 DispatchTable with_sampler(const DispatchTable &decode_table, const ModelContext &ctx);
 
+// Grammar-constrained decoding's token choice: the grammar's mask (scratch.token_mask) applied to
+// the logits, then `decode_table`'s last command (its argmax or sampler, patched the same way).
+// Replayed after the forward pass, decode_table's commands but the last, once the host has written
+// the mask, so the mask is computed while the forward pass runs.
+DispatchTable masked_choice_table(const DispatchTable &decode_table, const ModelContext &ctx);
+
 }  // namespace akunu

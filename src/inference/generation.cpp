@@ -71,6 +71,7 @@ std::vector<int32_t> Model::decode_sampled_chunk(int n) {
 std::vector<int32_t> Model::next_tokens() {
     std::vector<int32_t> out;
     if (gen_.finished) return out;
+    if (gen_.constrained) throw std::logic_error("next_tokens: this session is grammar-constrained (choose_token / feed)");
     auto finish = [&](const char *reason) {
         gen_.finished = true;
         gen_.finish_reason = reason;

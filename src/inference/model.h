@@ -92,6 +92,28 @@ public:
     const std::string &finish_reason() const { return gen_.finish_reason; }
     const GenerationStats &stats() const { return stats_; }
 
+    // --- grammar-constrained session (inference/constrained_generation.cpp) ---------------
+    // The grammar lives with the caller, which computes each token's allowed-token mask, so the
+    // session runs one token per submission: feed() starts the forward pass of the tokens just
+    // chosen (returning at once on an asynchronous device), the caller computes the next mask
+    // meanwhile, and choose_token() applies it on the device before the argmax or the sampler.
+    //
+    //   begin_constrained(prompt, sampling);
+    //   loop: t = choose_token(mask); ... feed({t, forced...});
+    //   end_constrained(generated, "stop" | "length");
+    //
+    // Resets and prefills the prompt (its last logits wait for choose_token).
+    void begin_constrained(const std::vector<int32_t> &prompt, const SamplingConfig &sampling);
+    // The next token: the argmax, or the session's sampling rule, over the tokens whose bit is set in
+    // `mask` ((vocab + 31) / 32 words, bit i % 32 of word i / 32 for token i).
+    int32_t choose_token(const uint32_t *mask, size_t words);
+    // Appends `tokens` (the chosen token, then any the grammar forces) to the session and starts
+    // their forward pass: one token replays the decode table, several run as one prefill pass.
+    void feed(const std::vector<int32_t> &tokens);
+    // Ends the session: `generated` tokens were handed out; `reason` "stop" or "length".
+    void end_constrained(int generated, const std::string &reason);
+    size_t token_mask_words() const;
+
 private:
     Model() = default;
     void finish_load(const LoadOptions &options);  // everything after the weights are open
@@ -128,6 +150,8 @@ private:
     ScratchBuffers scratch_;
     DispatchTable decode_table_;
     DispatchTable sampled_decode_table_;  // decode_table_ ending in the sampler instead of argmax
+    DispatchTable masked_argmax_table_;   // a grammar's mask, then decode_table_'s argmax
+    DispatchTable masked_sample_table_;   // a grammar's mask, then the sampler
     int table_builds_ = 0;
 
     struct Session {
@@ -138,6 +162,9 @@ private:
         std::string finish_reason;
         SamplingConfig sampling;
         std::vector<int32_t> history;  // prompt + output, for the repetition penalty
+        bool constrained = false;      // begin_constrained's session
+        bool logits_pending = false;   // constrained: the cache's last logits await choose_token
+        std::chrono::steady_clock::time_point decode_start;
     } gen_;
     GenerationStats stats_;
 };

@@ -123,6 +123,8 @@ void Model::finish_load(const LoadOptions &options) {
 
     m->decode_table_ = build_dispatch_table(m->context());
     m->sampled_decode_table_ = with_sampler(m->decode_table_, m->context());
+    m->masked_argmax_table_ = masked_choice_table(m->decode_table_, m->context());
+    m->masked_sample_table_ = masked_choice_table(m->sampled_decode_table_, m->context());
     m->table_builds_ = 1;
 }
 

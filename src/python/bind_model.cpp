@@ -263,6 +263,39 @@ void bind_model(nb::module_ &m) {
             nb::arg("prompt"), nb::arg("sampling"),
             "Start a generation session (akunu.Model.stream and the like call this); _next_tokens() continues it.")
         .def("_next_tokens", [](PyModel &s) { return s.get()->next_tokens(); }, nb::call_guard<nb::gil_scoped_release>())
+        // A grammar-constrained session (akunu.Model with grammar=, python/akunu/constrained.py).
+        .def(
+            "_begin_constrained",
+            [](PyModel &s, const std::vector<int64_t> &prompt, const akunu::SamplingConfig &sampling) {
+                std::vector<int32_t> ids = to_ids(prompt);
+                nb::gil_scoped_release release;
+                s.get()->begin_constrained(ids, sampling);
+            },
+            nb::arg("prompt"), nb::arg("sampling"), "Reset and prefill `prompt` for a grammar-constrained session.")
+        .def(
+            "_choose_token",
+            [](PyModel &s, nb::ndarray<const int32_t, nb::ndim<1>, nb::c_contig, nb::device::cpu> mask) {
+                const uint32_t *words = reinterpret_cast<const uint32_t *>(mask.data());
+                const size_t n = mask.shape(0);
+                nb::gil_scoped_release release;
+                return s.get()->choose_token(words, n);
+            },
+            nb::arg("mask"),
+            "The next token among those whose bit is set in `mask` (int32 [token_mask_words], llguidance's layout).")
+        .def(
+            "_feed",
+            [](PyModel &s, const std::vector<int64_t> &tokens) {
+                std::vector<int32_t> ids = to_ids(tokens);
+                nb::gil_scoped_release release;
+                s.get()->feed(ids);
+            },
+            nb::arg("tokens"), "Append the chosen (and forced) tokens and start their forward pass.")
+        .def(
+            "_end_constrained",
+            [](PyModel &s, int generated, const std::string &reason) { s.get()->end_constrained(generated, reason); },
+            nb::arg("generated"), nb::arg("reason"), nb::call_guard<nb::gil_scoped_release>())
+        .def_prop_ro("token_mask_words", [](PyModel &s) { return s.get()->token_mask_words(); },
+                     "Words of a grammar's token mask: (vocab_size + 31) // 32.")
         .def_prop_ro("finish_reason", [](PyModel &s) { return s.get()->finish_reason(); })
         .def_prop_ro("tensors", [](PyModel &s) {
             nb::list out;

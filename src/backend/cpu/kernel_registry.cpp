@@ -82,6 +82,7 @@ const KernelEntry kKernels[] = {
     {"gelu_tanh_mul_f32", gelu_tanh_mul_kernel},
     {"argmax_f32", argmax_kernel},
     {"sample_f32", sample_kernel},
+    {"grammar_bitmask_f32", grammar_bitmask_kernel},
 };
 }  // namespace
 

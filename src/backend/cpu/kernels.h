@@ -27,5 +27,6 @@ void attention_q8kv_kernel(const KernelArgs &a, int64_t begin, int64_t end);    
 void silu_mul_kernel(const KernelArgs &a, int64_t begin, int64_t end);                       // activation.cpp
 void argmax_kernel(const KernelArgs &a, int64_t begin, int64_t end);                         // argmax.cpp
 void sample_kernel(const KernelArgs &a, int64_t begin, int64_t end);                         // sample.cpp
+void grammar_bitmask_kernel(const KernelArgs &a, int64_t begin, int64_t end);                // grammar_bitmask.cpp
 
 }  // namespace akunu::cpu

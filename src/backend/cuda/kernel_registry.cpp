@@ -44,6 +44,7 @@ const KernelEntry kKernels[] = {
     {"gelu_tanh_mul_f32", launch_gelu_tanh_mul_f32},
     {"argmax_f32", launch_argmax_f32},
     {"sample_f32", launch_sample_f32},
+    {"grammar_bitmask_f32", launch_grammar_bitmask_f32},
 };
 }  // namespace
 

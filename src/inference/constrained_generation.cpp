@@ -1,0 +1,96 @@
+// A grammar-constrained generation session (see model.h): the prompt's prefill, then per token a
+// forward pass (feed), the caller's mask, and the masked choice (choose_token). Forced tokens run
+// through the cache as one prefill pass, so a grammar that fixes long stretches of text (keys,
+// punctuation) costs fewer forward passes than free text.
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+
+#include "core/errors.h"
+#include "inference/model.h"
+
+namespace akunu {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double ms_between(Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+}
+}  // namespace
+
+size_t Model::token_mask_words() const { return akunu::token_mask_words(config_); }
+
+void Model::begin_constrained(const std::vector<int32_t> &prompt, const SamplingConfig &sampling) {
+    if (prompt.empty()) throw std::invalid_argument("the prompt is empty");
+    sampling.validate();
+    check_tokens(prompt);
+    reset();
+    check_room((int)prompt.size());
+
+    stats_ = GenerationStats{};
+    stats_.prompt_tokens = (int)prompt.size();
+    gen_.sampling = sampling;
+    gen_.history = prompt;
+    gen_.constrained = true;
+    gen_.finished = false;
+
+    const Clock::time_point t0 = Clock::now();
+    // The last chunk's logits (row 0 of scratch.logits) wait for the mask; its argmax is unused.
+    forward_in_chunks(prompt, chip_.max_prefill_chunk, false, false, [](size_t, int) {});
+    stats_.prefill_ms = ms_between(t0, Clock::now());
+    gen_.logits_pending = true;
+    gen_.decode_start = Clock::now();
+}
+
+int32_t Model::choose_token(const uint32_t *mask, size_t words) {
+    if (!gen_.constrained || gen_.finished) throw std::logic_error("choose_token needs a running constrained session");
+    if (!gen_.logits_pending)
+        throw std::logic_error("choose_token: the last chosen token has not been fed yet (feed() it first)");
+    if (words != token_mask_words())
+        throw std::invalid_argument("the token mask has " + std::to_string(words) + " words; this model's vocabulary of " +
+                                    std::to_string(config_.vocab_size) + " tokens needs " +
+                                    std::to_string(token_mask_words()));
+    device_->write_buffer(scratch_.token_mask, mask, words * 4);
+    const bool greedy = gen_.sampling.plain_greedy();
+    if (!greedy) write_sampling_state();
+    // Patched at the last cached position: the choice writes token slot 1 and draws the token of
+    // position current_length, as the decode table's last command would after that position.
+    device_->encode_dispatch_table(greedy ? masked_argmax_table_ : masked_sample_table_, kv_.current_length - 1, 1);
+    const int32_t token = read_token_slot(1);
+    gen_.logits_pending = false;
+    stats_.decode_ms = ms_between(gen_.decode_start, Clock::now());
+    return token;
+}
+
+void Model::feed(const std::vector<int32_t> &tokens) {
+    if (!gen_.constrained || gen_.finished) throw std::logic_error("feed needs a running constrained session");
+    if (gen_.logits_pending) throw std::logic_error("feed: choose_token the next token first");
+    if (tokens.empty()) throw std::invalid_argument("feed needs at least one token");
+    check_tokens(tokens);
+    check_room((int)tokens.size());
+    gen_.history.insert(gen_.history.end(), tokens.begin(), tokens.end());
+    if (tokens.size() == 1) {
+        // The decode table up to (not including) its argmax; asynchronous where the device is.
+        const uint32_t slot = (uint32_t)tokens[0];
+        device_->write_buffer(scratch_.token_ids, &slot, 4);
+        device_->encode_dispatch_table(decode_table_, kv_.current_length, 1, 0,
+                                       (int)decode_table_.commands.size() - 1);
+        kv_.advance(1);
+    } else {
+        forward_in_chunks(tokens, chip_.max_prefill_chunk, false, false, [](size_t, int) {});
+    }
+    stats_.decode_steps += (int)tokens.size();
+    gen_.logits_pending = true;
+}
+
+void Model::end_constrained(int generated, const std::string &reason) {
+    if (!gen_.constrained) throw std::logic_error("end_constrained needs a constrained session");
+    if (reason != "stop" && reason != "length") throw std::invalid_argument("finish reason must be 'stop' or 'length'");
+    device_->synchronize();
+    gen_.finished = true;
+    gen_.logits_pending = false;
+    gen_.finish_reason = reason;
+    stats_.generated_tokens = generated;
+}
+
+}  // namespace akunu

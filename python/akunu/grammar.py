@@ -131,7 +131,7 @@ class Grammar:
         _check_text("trigger text", text)
         if self.trigger_text is not None:
             raise GrammarError("this grammar already has a trigger text")
-        inner = json.loads(self.definition)["grammars"]
+        inner = _grammar_list(self.definition)
         if len(inner) != 1:
             raise GrammarError("with_trigger_text takes a grammar made by one of Grammar's constructors")
         # The free text is lazy: it ends at the first occurrence of the trigger.
@@ -161,6 +161,14 @@ class Grammar:
 
 _KIND_NAMES = {"json_schema": "JSON schema", "json": "JSON schema", "gbnf": "GBNF grammar", "lark": "Lark grammar",
                "regex": "regular expression", "choice": "choice"}
+
+
+def _grammar_list(definition: str) -> list[dict]:
+    """The grammars of an llguidance definition: JSON ({"grammars": [...]}), or Lark text."""
+    try:
+        return json.loads(definition)["grammars"]
+    except ValueError:
+        return [{"lark_grammar": definition}]
 
 
 def _check_text(what: str, text: Any) -> None:

@@ -35,33 +35,38 @@ class _VocabularyView:
         self.special_token_ids = special
         self.eos_token_id = tokenizer.eos_id
         self.bos_token_id = tokenizer.bos_id if tokenizer.bos_id >= 0 else None
-        # Single-byte tokens, for bytes that are not UTF-8 on their own (see __call__).
-        self._byte_token: dict[int, int] = {}
+        # Plain (non-special) tokens by their bytes, for the greedy fallback in __call__.
+        self._by_bytes: dict[bytes, int] = {}
+        special_set = set(special)
         for i, piece in enumerate(tokens):
-            if len(piece) == 1 and i not in special:
-                self._byte_token.setdefault(piece[0], i)
+            if piece and i not in special_set:
+                self._by_bytes.setdefault(piece, i)
+        self._longest = max(map(len, self._by_bytes))
 
     def __call__(self, data: bytes) -> list[int]:
-        """Token ids for `data` as the model's tokenizer would write them (no BOS, special-token text
-        not parsed). A stretch that is not valid UTF-8 (a grammar may force a partial character)
-        becomes single-byte tokens."""
-        out: list[int] = []
-        while data:
-            try:
-                text = data.decode("utf-8")
-                stop = len(data)
-            except UnicodeDecodeError as e:
-                text = data[:e.start].decode("utf-8")
-                stop = e.start
-            if text:
-                out.extend(self._tokenizer.encode(text, add_special=False, parse_special=False))
-            if stop < len(data):
-                byte = data[stop]
-                if byte not in self._byte_token:
-                    raise ValueError(f"the vocabulary has no token for byte 0x{byte:02x}")
-                out.append(self._byte_token[byte])
-                stop += 1
-            data = data[stop:]
+        """Token ids whose bytes are exactly `data`: the model's tokenizer's own (no BOS, special
+        token text not parsed) where they are, else the longest tokens first. The fallback covers
+        text that is not UTF-8 on its own (a grammar may force part of a character) and
+        SentencePiece tokenizers, which write a space before the text."""
+        try:
+            ids = self._tokenizer.encode(data.decode("utf-8"), add_special=False, parse_special=False)
+            if b"".join(self.tokens[i] for i in ids) == data:
+                return ids
+        except UnicodeDecodeError:
+            pass
+        return self._longest_first(data)
+
+    def _longest_first(self, data: bytes) -> list[int]:
+        out, at = [], 0
+        while at < len(data):
+            for length in range(min(self._longest, len(data) - at), 0, -1):
+                token = self._by_bytes.get(data[at:at + length])
+                if token is not None:
+                    out.append(token)
+                    at += length
+                    break
+            else:
+                raise ValueError(f"the vocabulary has no token for byte 0x{data[at]:02x}")
         return out
 
 

@@ -20,6 +20,7 @@ if not akunu._testing.cuda_available():
                 allow_module_level=True)
 
 import gguf_writer as gw  # noqa: E402
+from grammar_checks import all_tokens_mask, constrained_run, mask_of  # noqa: E402
 import references as rf  # noqa: E402
 import sampling_reference as ref  # noqa: E402
 import tiny_models as tm  # noqa: E402
@@ -784,3 +785,65 @@ def test_safetensors_arch_greedy_matches_cpu(name, st_arch_pair):
     cpu, cuda = st_arch_pair(name)
     ids = _tokens(cpu, 100)
     assert _greedy(cpu, ids, 40) == _greedy(cuda, ids, 40)
+
+
+# ------------------------------------------------------------------ grammar-constrained decoding
+
+
+@pytest.mark.parametrize("cfg", [{}, SAMPLED_GENERATION[0], SAMPLED_GENERATION[1]],
+                         ids=["greedy", "sampled", "sampled-penalty"])
+def test_constrained_all_allowed_equals_plain_generation_on_cuda(cfg, pair):
+    """choose_token's graph (mask, then the argmax or the sampler) after feed()'s forward graph
+    draws what the chained tables draw, on the same backend."""
+    _, cuda = pair("q4_0_untied_llama3")
+    for prompt in PROMPTS:
+        ids = cuda.tokenizer.encode(prompt)
+        params = akunu.SamplingParams(max_tokens=60, **cfg)
+        plain = cuda.generate_tokens(ids, params)
+        assert constrained_run(cuda._engine, ids, len(plain), params.to_core()) == plain
+
+
+def test_constrained_forced_pieces_and_masks_on_cuda(pair):
+    """Several tokens fed as one prefill pass continue like plain greedy decoding; a masked choice
+    is the argmax over the allowed tokens of CUDA's own logits."""
+    _, cuda = pair("q4_0_untied_llama3")
+    engine = cuda._engine
+    ids = cuda.tokenizer.encode(PROMPTS[0])
+    plain = cuda.generate_tokens(ids, max_tokens=30)
+    engine._begin_constrained(ids, akunu.SamplingParams().to_core())
+    at = 0
+    for size in [1, 4, 7, 2]:
+        assert engine._choose_token(all_tokens_mask(engine)) == plain[at]
+        engine._feed(plain[at:at + size])
+        at += size
+    assert engine._choose_token(all_tokens_mask(engine)) == plain[at]
+    engine._end_constrained(at, "length")
+
+    logits = cuda.logits(ids)[-1]
+    vocab = cuda.config["vocab_size"]
+    rng = np.random.default_rng(5)
+    for allowed in [[int(np.argmin(logits))], [vocab - 1], rng.choice(vocab, 7, replace=False).tolist(),
+                    rng.choice(vocab, vocab // 3, replace=False).tolist()]:
+        engine._begin_constrained(ids, akunu.SamplingParams().to_core())
+        token = engine._choose_token(mask_of(allowed, engine))
+        engine._end_constrained(0, "stop")
+        assert token in allowed and logits[token] >= max(logits[t] for t in allowed) - 1e-3
+
+
+def test_json_schema_and_regex_generation_on_cuda(smollm2_path):
+    """The real model on CUDA: chat output validates against a schema, greedy and sampled; regex
+    output matches in full."""
+    import json
+    import re
+
+    import jsonschema
+
+    from test_grammar import PERSON, PERSON_CHAT
+
+    model = akunu.Model(str(smollm2_path), backend="cuda")
+    for cfg in ({}, dict(temperature=0.8, seed=3)):
+        text = model.chat(PERSON_CHAT, grammar=akunu.Grammar.json_schema(PERSON), **cfg)
+        assert model.finish_reason == "stop", text
+        jsonschema.validate(json.loads(text), PERSON)
+    pattern = r"\(\d{3}\) \d{3}-\d{4}"
+    assert re.fullmatch(pattern, model.generate("Call me at", grammar=akunu.Grammar.regex(pattern)))

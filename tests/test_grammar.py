@@ -16,6 +16,7 @@ import pytest
 
 import akunu
 from akunu import Grammar, GrammarError, SamplingParams
+from grammar_checks import all_tokens_mask, constrained_run, mask_of
 
 PROMPT = "The three primary colors are"
 PERSON = {"type": "object", "additionalProperties": False, "required": ["name", "age", "hobbies"],
@@ -23,30 +24,6 @@ PERSON = {"type": "object", "additionalProperties": False, "required": ["name", 
                          "age": {"type": "integer", "minimum": 0, "maximum": 120},
                          "hobbies": {"type": "array", "items": {"type": "string", "maxLength": 24}, "maxItems": 3}}}
 PERSON_CHAT = [{"role": "user", "content": "Describe a fictional person as JSON with name, age and hobbies."}]
-
-
-def all_tokens_mask(engine) -> np.ndarray:
-    return np.full(engine.token_mask_words, -1, dtype=np.int32)
-
-
-def mask_of(allowed, engine) -> np.ndarray:
-    bits = np.zeros(engine.token_mask_words * 32, dtype=np.uint8)
-    bits[list(allowed)] = 1
-    return np.packbits(bits, bitorder="little").view(np.int32).copy()
-
-
-def constrained_run(engine, prompt_ids, n, config):
-    """n tokens of a constrained session with every token allowed, each fed on its own."""
-    engine._begin_constrained(prompt_ids, config)
-    mask = all_tokens_mask(engine)
-    out = []
-    while True:
-        out.append(engine._choose_token(mask))
-        if len(out) == n:
-            break
-        engine._feed([out[-1]])
-    engine._end_constrained(len(out), "length")
-    return out
 
 
 # --- the engine's constrained session ------------------------------------------------------------
@@ -327,3 +304,18 @@ def dataclasses_replace(params, **changes):
     import dataclasses
 
     return dataclasses.replace(params, **changes)
+
+
+def test_readme_structured_output_example_runs(smollm2_path, capsys):
+    """The README's notebook-style example, as written (on the test model)."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### Structured output"):]
+    code = section[section.index("```python\n") + len("```python\n"):section.index("```\n", section.index("```python"))]
+    code = code.replace('Model("SmolLM2-135M-Instruct.Q4_1.gguf")', f"Model({str(smollm2_path)!r})")
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    printed = capsys.readouterr().out
+    assert "stop" in printed and "uniqueItems" in printed
+    assert set(json.loads(namespace["reply"])) == {"name", "age"}

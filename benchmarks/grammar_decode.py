@@ -1,0 +1,112 @@
+"""Grammar-constrained decoding speed against free decoding (issue 34, acceptance 2), one model, one
+prompt, one process:
+
+- free: plain greedy generation (chain decode, many tokens per replay).
+- all-allowed: the same generation through the constrained path with a grammar that allows any
+  text (regex (?s:.*)): the same tokens, so the ratio is the constrained path's own cost (a mask
+  per token computed while the device runs the forward pass, one token per submission).
+- schema: a JSON schema with long fixed keys, whose forced tokens are fed as one prefill pass with
+  the chosen token (tokens/s counts every output token; "passes" the forward passes it took).
+- compile: Grammar.json_schema + compiling it for the model's vocabulary + the first mask, per
+  schema of tests/data/json_schemas.json (p50 / p99 / max).
+
+    python benchmarks/grammar_decode.py [--model GGUF] [--backend cpu|cuda] [-n 256] [-r 5]
+
+Tokens/s: generated tokens over the decode wall time (prefill end to the last token; for the
+constrained path this includes computing every mask).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import akunu
+from akunu import Grammar
+
+REPO = Path(__file__).resolve().parent.parent
+CORPUS = REPO / "tests" / "data" / "json_schemas.json"
+PROMPT = "Once upon a time, in a small village by the sea, there lived"
+ORDER_PROMPT = "Write the order of a customer as JSON."
+# Long keys the model never has to choose: the grammar forces them.
+ORDER = {"type": "object", "additionalProperties": False,
+         "required": ["customer_full_name", "shipping_address_first_line", "shipping_address_postal_code",
+                      "number_of_items_ordered", "requested_delivery_instructions"],
+         "properties": {"customer_full_name": {"type": "string", "maxLength": 40},
+                        "shipping_address_first_line": {"type": "string", "maxLength": 60},
+                        "shipping_address_postal_code": {"type": "string", "pattern": "^[0-9]{5}$"},
+                        "number_of_items_ordered": {"type": "integer", "minimum": 1, "maximum": 99},
+                        "requested_delivery_instructions": {"type": "string", "maxLength": 80}}}
+
+
+def decode_rate(model) -> float:
+    s = model.stats
+    return s.generated_tokens * 1000.0 / s.decode_ms if s.decode_ms > 0 else 0.0
+
+
+def run_case(model, prompt_ids, n, grammar, reps):
+    rates, tokens, passes = [], 0, 0
+    for _ in range(reps):
+        out = model.generate_tokens(prompt_ids, max_tokens=n, grammar=grammar)
+        rates.append(decode_rate(model))
+        tokens, passes = len(out), model.stats.decode_steps
+    return statistics.median(rates), tokens, passes
+
+
+def compile_times(model) -> list[float]:
+    schemas = [entry["schema"] for entry in json.loads(CORPUS.read_text())]
+    compiler = model._grammars
+    compiler.ll_tokenizer  # built once per model, not per schema
+    import numpy as np
+
+    mask = np.zeros(model._engine.token_mask_words, dtype=np.int32)
+    times = []
+    for schema in schemas:
+        t0 = time.perf_counter()
+        matcher = compiler.matcher(Grammar.json_schema(schema))
+        matcher.unsafe_compute_mask_ptr(mask.ctypes.data, mask.nbytes)
+        times.append((time.perf_counter() - t0) * 1000)
+    return times
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", default=None, help="GGUF file (default: SmolLM2-135M-Instruct Q4_1)")
+    ap.add_argument("--backend", default="auto")
+    ap.add_argument("-n", type=int, default=256, help="tokens per generation")
+    ap.add_argument("-r", "--reps", type=int, default=5)
+    a = ap.parse_args()
+    path = a.model or str(akunu.default_model_path())
+    model = akunu.Model(path, backend=a.backend, context_length=2048)
+    tok = model.tokenizer
+    ids = tok.encode(PROMPT, add_special=True)
+    chat_ids = tok.encode(model.format_chat([{"role": "user", "content": ORDER_PROMPT}]), add_special=False,
+                          parse_special=True)
+    print(f"model {Path(path).name}, backend {model.backend} ({model.device_name}), {platform.processor() or ''}"
+          f" akunu {akunu.__version__}, -n {a.n}, median of {a.reps}")
+    model.generate_tokens(ids, max_tokens=16)  # warm-up: graphs, caches
+    model.generate_tokens(ids, max_tokens=16, grammar=Grammar.regex("(?s:.*)"))
+
+    free, free_tokens, _ = run_case(model, ids, a.n, None, a.reps)
+    every, every_tokens, _ = run_case(model, ids, a.n, Grammar.regex("(?s:.*)"), a.reps)
+    schema, schema_tokens, schema_passes = run_case(model, chat_ids, a.n, Grammar.json_schema(ORDER), a.reps)
+    free_chat, free_chat_tokens, _ = run_case(model, chat_ids, a.n, None, a.reps)
+    print("| case | tokens | forward passes | tokens/s | vs free |")
+    print("|---|---|---|---|---|")
+    print(f"| free (prompt: story) | {free_tokens} | {free_tokens} | {free:.1f} | 1.00x |")
+    print(f"| every token allowed (same tokens) | {every_tokens} | {every_tokens} | {every:.1f} | {every / free:.2f}x |")
+    print(f"| free (prompt: order chat) | {free_chat_tokens} | {free_chat_tokens} | {free_chat:.1f} | 1.00x |")
+    print(f"| JSON schema, long fixed keys | {schema_tokens} | {schema_passes} | {schema:.1f} | "
+          f"{schema / free_chat:.2f}x |")
+    times = compile_times(model)
+    q = statistics.quantiles(times, n=100)
+    print(f"compile + first mask, {len(times)} schemas of {CORPUS.name}: p50 {statistics.median(times):.2f} ms, "
+          f"p99 {q[98]:.2f} ms, max {max(times):.2f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

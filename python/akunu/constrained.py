@@ -45,6 +45,7 @@ def constrained_tokens(engine, tokenizer, matcher: LLMatcher, prompt: list[int],
         if first:
             yield first
         mask = np.zeros(engine.token_mask_words, dtype=np.int32)
+        asynchronous = engine.backend != "cpu"
         while not matcher.is_stopped() and generated < max_tokens:
             matcher.unsafe_compute_mask_ptr(mask.ctypes.data, mask.nbytes)
             check(True)
@@ -52,15 +53,27 @@ def constrained_tokens(engine, tokenizer, matcher: LLMatcher, prompt: list[int],
             if tokenizer.is_eog(token):  # the mask allows it only where the grammar may end
                 reason = "stop"
                 break
+            generated += 1
+            more = generated < max_tokens and engine.position < engine.context_length
+            # Where feed() returns before the pass runs (CUDA), feed the token before the grammar
+            # takes it, so the device starts at once (the mask made the token valid; if it completes
+            # the grammar, that pass is wasted, but nobody waits for it). On the CPU, where feed()
+            # runs the pass, the token goes in one pass with the tokens the grammar then forces.
+            fed = more and asynchronous
+            if fed:
+                engine._feed([token])
             check(matcher.consume_token(token))
-            feedable = engine.context_length - engine.position  # tokens the cache still holds
-            piece = [token] + forced(min(max_tokens - generated, feedable) - 1)
-            generated += len(piece)
-            if matcher.is_stopped() or generated >= max_tokens or len(piece) > feedable:
-                yield piece
-                break
-            engine._feed(piece)  # the device runs these while the consumer reads the piece
+            piece = [token]
+            if more:
+                ff = forced(min(max_tokens - generated, engine.context_length - engine.position - (not fed)))
+                generated += len(ff)
+                piece += ff
+                unfed = ff if fed else piece
+                if unfed and generated < max_tokens and not matcher.is_stopped():  # a next choice needs them
+                    engine._feed(unfed)
             yield piece
+            if not more:
+                break
         if matcher.is_stopped():
             reason = "stop"
     finally:

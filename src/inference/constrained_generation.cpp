@@ -64,7 +64,6 @@ int32_t Model::choose_token(const uint32_t *mask, size_t words) {
 
 void Model::feed(const std::vector<int32_t> &tokens) {
     if (!gen_.constrained || gen_.finished) throw std::logic_error("feed needs a running constrained session");
-    if (gen_.logits_pending) throw std::logic_error("feed: choose_token the next token first");
     if (tokens.empty()) throw std::invalid_argument("feed needs at least one token");
     check_tokens(tokens);
     check_room((int)tokens.size());
@@ -86,7 +85,8 @@ void Model::feed(const std::vector<int32_t> &tokens) {
 void Model::end_constrained(int generated, const std::string &reason) {
     if (!gen_.constrained) throw std::logic_error("end_constrained needs a constrained session");
     if (reason != "stop" && reason != "length") throw std::invalid_argument("finish reason must be 'stop' or 'length'");
-    device_->synchronize();
+    // A forward pass fed after the last choice may still run; nothing needs it, and every later
+    // command on the device is ordered after it.
     gen_.finished = true;
     gen_.logits_pending = false;
     gen_.finish_reason = reason;

@@ -109,6 +109,7 @@ public:
     int32_t choose_token(const uint32_t *mask, size_t words);
     // Appends `tokens` (the chosen token, then any the grammar forces) to the session and starts
     // their forward pass: one token replays the decode table, several run as one prefill pass.
+    // choose_token then reads the logits of the last token fed.
     void feed(const std::vector<int32_t> &tokens);
     // Ends the session: `generated` tokens were handed out; `reason` "stop" or "length".
     void end_constrained(int generated, const std::string &reason);

@@ -49,9 +49,10 @@ def _has_all_vocabs(d: Path) -> bool:
     return all((d / f"ggml-vocab-{n}.gguf").is_file() for n in LLAMA_CPP_VOCABS)
 
 
-def fetch_llama_cpp_vocabs(dest: Path = LLAMA_CPP_VOCAB_CACHE) -> Path:
-    """Downloads the llama-cpp-python sdist with pip (the configured index: a local one works offline)
-    and extracts its ggml-vocab-* files into `dest` (git-ignored .cache/ by default)."""
+def fetch_llama_cpp_python_files(folder: str, prefix: str, suffix: str, dest: Path) -> Path:
+    """Downloads the llama-cpp-python sdist with pip (the configured index: a local one works offline) and
+    extracts the files directly in its vendor/llama.cpp/`folder`/ whose names start with `prefix` and end
+    with `suffix` into `dest` (flat)."""
     with tempfile.TemporaryDirectory() as tmp:
         # pip reads the sdist's metadata: without build isolation that takes seconds (scikit-build-core
         # installed here); with it, pip first builds cmake from source (many minutes), so that is the fallback.
@@ -67,38 +68,73 @@ def fetch_llama_cpp_vocabs(dest: Path = LLAMA_CPP_VOCAB_CACHE) -> Path:
         dest.mkdir(parents=True, exist_ok=True)
         with tarfile.open(sdists[0]) as tar:
             for m in tar.getmembers():
-                name = m.name.split("/")
-                if m.isfile() and name[-2:-1] == ["models"] and "/vendor/llama.cpp/models/" in m.name \
-                        and name[-1].startswith("ggml-vocab-"):
-                    (dest / name[-1]).write_bytes(tar.extractfile(m).read())
+                parent, _, name = m.name.rpartition("/")
+                if m.isfile() and parent.endswith(f"/vendor/llama.cpp/{folder}") \
+                        and name.startswith(prefix) and name.endswith(suffix):
+                    (dest / name).write_bytes(tar.extractfile(m).read())
     return dest
+
+
+def fetch_llama_cpp_vocabs(dest: Path = LLAMA_CPP_VOCAB_CACHE) -> Path:
+    """The sdist's vendor/llama.cpp/models/ggml-vocab-* files in `dest` (git-ignored .cache/ by default)."""
+    return fetch_llama_cpp_python_files("models", "ggml-vocab-", "", dest)
+
+
+def _find_or_fetch(what: str, env_var: str, shared: str, cache: Path, complete, fetch, names: list[str]) -> Path:
+    """$`env_var`, else shared/testdata/`shared` beside the checkout, else `cache`, fetched there on first
+    use; `complete(folder)` says whether a folder has all the files. Missing files are an error."""
+    env = os.environ.get(env_var)
+    candidates = [Path(env)] if env else []
+    candidates += [REPO.parent / "shared" / "testdata" / shared, cache]
+    for c in candidates:
+        if complete(c):
+            return c
+    if env:
+        raise FileNotFoundError(f"{env_var}={env} lacks some of the {what} of llama-cpp-python "
+                                f"{LLAMA_CPP_PYTHON_VERSION}: {names}")
+    try:
+        d = fetch(cache)
+    except FileNotFoundError as e:
+        raise FileNotFoundError(f"{what} not found (looked in: " + ", ".join(map(str, candidates)) +
+                                f") and fetching them failed; run `python tests/paths.py` or set {env_var} to "
+                                f"the folder in the llama-cpp-python {LLAMA_CPP_PYTHON_VERSION} sdist. {e}") from None
+    if not complete(d):
+        raise FileNotFoundError(f"llama-cpp-python {LLAMA_CPP_PYTHON_VERSION} sdist lacks some {what}: {names}")
+    return d
 
 
 def llama_cpp_vocabs() -> Path:
     """The folder holding all of LLAMA_CPP_VOCABS: $AKUNU_LLAMA_CPP_VOCABS, else shared/testdata/llama.cpp-vocabs
     beside the checkout, else .cache/ in the checkout, fetched there with pip on first use. A missing file
     is an error (never a skip)."""
-    env = os.environ.get("AKUNU_LLAMA_CPP_VOCABS")
-    candidates = [Path(env)] if env else []
-    candidates += [REPO.parent / "shared" / "testdata" / "llama.cpp-vocabs", LLAMA_CPP_VOCAB_CACHE]
-    for c in candidates:
-        if _has_all_vocabs(c):
-            return c
-    if env:
-        raise FileNotFoundError(f"AKUNU_LLAMA_CPP_VOCABS={env} lacks some of the ggml-vocab-*.gguf files of "
-                                f"llama-cpp-python {LLAMA_CPP_PYTHON_VERSION}: {LLAMA_CPP_VOCABS}")
-    try:
-        d = fetch_llama_cpp_vocabs()
-    except FileNotFoundError as e:
-        raise FileNotFoundError("llama.cpp vocab files not found (looked in: " + ", ".join(map(str, candidates)) +
-                                f") and fetching them failed; run `python tests/paths.py` or set "
-                                f"AKUNU_LLAMA_CPP_VOCABS to vendor/llama.cpp/models of the llama-cpp-python "
-                                f"{LLAMA_CPP_PYTHON_VERSION} sdist. {e}") from None
-    missing = [n for n in LLAMA_CPP_VOCABS if not (d / f"ggml-vocab-{n}.gguf").is_file()]
-    if missing:
-        raise FileNotFoundError(f"llama-cpp-python {LLAMA_CPP_PYTHON_VERSION} sdist lacks vocab files: {missing}")
-    return d
+    return _find_or_fetch("llama.cpp vocab files", "AKUNU_LLAMA_CPP_VOCABS", "llama.cpp-vocabs",
+                          LLAMA_CPP_VOCAB_CACHE, _has_all_vocabs, fetch_llama_cpp_vocabs, LLAMA_CPP_VOCABS)
 
 
-if __name__ == "__main__":  # `python tests/paths.py`: fetch the llama.cpp vocab files (CI does this first)
+# llama.cpp's example GBNF grammars, vendor/llama.cpp/grammars/*.gbnf of the same sdist: the structured output
+# tests (tests/test_gbnf_reference.py) check their hand-written cases against exactly this list.
+LLAMA_CPP_GRAMMARS = ["arithmetic", "c", "chess", "english", "japanese", "json", "json_arr", "list"]
+LLAMA_CPP_GRAMMAR_CACHE = REPO / ".cache" / f"llama-cpp-python-{LLAMA_CPP_PYTHON_VERSION}-grammars"
+
+
+def _has_all_grammars(d: Path) -> bool:
+    return all((d / f"{n}.gbnf").is_file() for n in LLAMA_CPP_GRAMMARS)
+
+
+def fetch_llama_cpp_grammars(dest: Path = LLAMA_CPP_GRAMMAR_CACHE) -> Path:
+    """The sdist's vendor/llama.cpp/grammars/*.gbnf files in `dest` (git-ignored .cache/ by default)."""
+    return fetch_llama_cpp_python_files("grammars", "", ".gbnf", dest)
+
+
+def llama_cpp_grammars() -> Path:
+    """The folder holding llama.cpp's grammars/*.gbnf (all of LLAMA_CPP_GRAMMARS): $AKUNU_LLAMA_CPP_GRAMMARS,
+    else shared/testdata/llama.cpp-grammars beside the checkout, else .cache/ in the checkout, fetched there
+    with pip on first use. A missing file is an error (never a skip)."""
+    return _find_or_fetch("llama.cpp grammar files", "AKUNU_LLAMA_CPP_GRAMMARS", "llama.cpp-grammars",
+                          LLAMA_CPP_GRAMMAR_CACHE, _has_all_grammars, fetch_llama_cpp_grammars,
+                          [f"{n}.gbnf" for n in LLAMA_CPP_GRAMMARS])
+
+
+if __name__ == "__main__":  # `python tests/paths.py`: fetch the llama.cpp vocab and grammar files (CI does this first)
     print(llama_cpp_vocabs())
+    print(llama_cpp_grammars())

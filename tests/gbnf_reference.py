@@ -506,7 +506,7 @@ class _Earley:
         else:
             self._add(lhs, self._symbols(node))
 
-    def accepts(self, text: str) -> bool:
+    def accepts(self, text: str, prefix: bool = False) -> bool:
         alts, by_lhs, nullable, terminals = self.alts, self.by_lhs, self.nullable, self.terminals
         # Earley set i: items (alternative, dot, origin); waiting[i]: nonterminal -> items of set i whose dot
         # stands before it, which advance when that nonterminal completes from origin i
@@ -552,6 +552,8 @@ class _Earley:
                     if k >= 0 and code <= his[k]:
                         scanned.add((a, dot + 1, origin))
             if i == len(text):
+                if prefix:  # every item is reachable from the start with this prefix scanned
+                    return True
                 return any(origin == 0 and alts[a][0] == self.start and dot == len(alts[a][1])
                            for a, dot, origin in items)
             if not scanned:
@@ -675,6 +677,11 @@ class GbnfLanguage:
     @property
     def lark_grammar(self) -> str:
         return _LarkEmitter(self.rules).grammar()
+
+    def accepts_prefix(self, text: str) -> bool:
+        """Whether `text` begins some string of the language (every rule of the grammar derives a
+        finite string, as in llama.cpp's files, so any text the recognizer can scan to its end is one)."""
+        return self._earley.accepts(text, prefix=True)
 
     def accepts_lark(self, text: str) -> bool:
         """The same verdict as `accepts`, from lark's Earley parser (about ten times slower)."""

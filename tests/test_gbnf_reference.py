@@ -670,3 +670,14 @@ def test_every_llama_cpp_grammar_parses_to_rules():
         text = grammar_text(name)
         defined = re.findall(r"^([a-zA-Z0-9-]+)\s*::=", text, flags=re.M)
         assert list(parse_gbnf(text)) == defined, name
+
+
+def test_prefixes_of_the_language():
+    from gbnf_reference import GbnfLanguage
+    from paths import llama_cpp_grammars
+
+    json_language = GbnfLanguage((llama_cpp_grammars() / "json.gbnf").read_text(encoding="utf-8"))
+    for text in ['', '{', '{"a": ', '{"a": [1, 2', '{"a": "unfinished', '{"a": 1}']:
+        assert json_language.accepts_prefix(text), text
+    for text in ['}', '{"a" }', '{"a": 1}}', '[1, 2]', '{"a": tru ']:
+        assert not json_language.accepts_prefix(text), text

@@ -317,3 +317,37 @@ def test_readme_structured_output_example_runs(smollm2_path, capsys):
     printed = capsys.readouterr().out
     assert "stop" in printed and "uniqueItems" in printed
     assert set(json.loads(namespace["reply"])) == {"name", "age"}
+
+
+# Prompts that suit each of llama.cpp's grammars (tests/paths.py: LLAMA_CPP_GRAMMARS).
+GBNF_PROMPTS = {
+    "arithmetic": "Write an arithmetic expression:",
+    "c": "Write a short C program:\n",
+    "chess": "The moves of a chess game: 1.",
+    "english": "Write a sentence about the sea:",
+    "japanese": "日本語で書いてください:",
+    "json": "A JSON object describing a book:",
+    "json_arr": "A JSON list of three fruits:",
+    "list": "A shopping list:\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(GBNF_PROMPTS))
+def test_llama_cpp_gbnf_grammars_produce_only_their_language(smollm2, name):
+    """Each grammar of llama.cpp's grammars/ folder, greedy and sampled: every completed output is
+    in the language and every output cut by max_tokens begins a string of it (judged by
+    tests/gbnf_reference.py's Earley recognizer, built from the same file independently of the
+    engine)."""
+    from gbnf_reference import GbnfLanguage
+    from paths import llama_cpp_grammars
+
+    text = (llama_cpp_grammars() / f"{name}.gbnf").read_text(encoding="utf-8")
+    language = GbnfLanguage(text)
+    grammar = Grammar.gbnf(text)
+    for i, params in enumerate([SamplingParams(max_tokens=96), SamplingParams(temperature=0.8, seed=1, max_tokens=96),
+                                SamplingParams(temperature=1.2, top_k=50, seed=2, max_tokens=96)]):
+        out = smollm2.generate(GBNF_PROMPTS[name], dataclasses_replace(params, grammar=grammar))
+        if smollm2.finish_reason == "stop":
+            assert language.accepts(out), (name, i, out)
+        else:
+            assert smollm2.stats.generated_tokens == 96 and language.accepts_prefix(out), (name, i, out)

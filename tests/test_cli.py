@@ -69,3 +69,26 @@ def test_bench_rejects_bad_depths(smollm2_path):
 def test_bench_rejects_bad_arguments(smollm2_path):
     r = akunu_cli("bench", "-m", str(smollm2_path), "-p", "32", "-n", "8", "-r", "0")
     assert r.returncode == 2 and "repetitions" in r.stderr
+
+
+def test_run_with_a_json_schema_file_and_a_grammar_file(tmp_path):
+    import json
+
+    schema = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 20}}, "required": ["city"],
+              "additionalProperties": False}
+    (tmp_path / "schema.json").write_text(json.dumps(schema))
+    r = akunu_cli("run", "--json-schema", str(tmp_path / "schema.json"), "Name a city as JSON.")
+    assert r.returncode == 0, r.stderr
+    assert set(json.loads(r.stdout)) == {"city"}
+    (tmp_path / "yes_no.gbnf").write_text('root ::= "yes" | "no"\n')
+    r = akunu_cli("run", "--grammar-file", str(tmp_path / "yes_no.gbnf"), "Is the sea blue?")
+    assert r.returncode == 0 and r.stdout.strip() in ("yes", "no"), r.stderr
+    r = akunu_cli("run", "-n", "3", "--json-schema", json.dumps(schema), "Name a city as JSON.")
+    assert r.returncode == 0 and "before the grammar was complete" in r.stderr
+
+
+def test_run_rejects_bad_grammars_clearly(tmp_path):
+    r = akunu_cli("run", "--regex", "(unclosed", "hi")
+    assert r.returncode == 2 and "invalid regular expression" in r.stderr and "Traceback" not in r.stderr
+    r = akunu_cli("run", "--regex", "a", "--json-schema", "{}", "hi")
+    assert r.returncode == 2 and "at most one of" in r.stderr

@@ -19,9 +19,8 @@ def _load(args):
 
     path = resolve_model_path(args.model)
     template = getattr(args, "chat_template", None)
-    if template is not None and os.path.isfile(template):  # a .jinja file, or the template itself
-        with open(template, encoding="utf-8") as f:
-            template = f.read()
+    if template is not None:  # a .jinja file, or the template itself
+        template = _text_or_file(template)
     return Model(path, backend=args.backend, context_length=args.context, threads=args.threads,
                  kv_cache_dtype=args.kv_cache_dtype, chat_template=template)
 
@@ -32,10 +31,36 @@ def _stats_line(model) -> str:
             f"{s.generated_tokens} generated, {s.decode_tokens_per_sec:.1f} tok/s decode | {model.backend}]")
 
 
+def _text_or_file(value: str) -> str:
+    if os.path.isfile(value):
+        with open(value, encoding="utf-8") as f:
+            return f.read()
+    return value
+
+
+def _grammar(args):
+    """The grammar of --grammar-file / --json-schema / --regex (at most one), or None."""
+    from .grammar import Grammar
+
+    given = [(flag, value) for flag, value in (("--grammar-file", args.grammar_file), ("--json-schema", args.json_schema),
+                                                ("--regex", args.regex)) if value is not None]
+    if len(given) > 1:
+        raise ValueError(f"give at most one of --grammar-file, --json-schema, --regex (got {', '.join(f for f, _ in given)})")
+    if not given:
+        return None
+    flag, value = given[0]
+    if flag == "--grammar-file":
+        with open(value, encoding="utf-8") as f:
+            return Grammar.gbnf(f.read())
+    if flag == "--json-schema":
+        return Grammar.json_schema(_text_or_file(value))
+    return Grammar.regex(value)
+
+
 def cmd_run(args) -> int:
     sampling = SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature, top_k=args.top_k,
                               top_p=args.top_p, min_p=args.min_p, repeat_penalty=args.repeat_penalty,
-                              repeat_last_n=args.repeat_last_n, seed=args.seed)
+                              repeat_last_n=args.repeat_last_n, seed=args.seed, grammar=_grammar(args))
     model = _load(args)
     # Instruct models answer best in their own chat format; --raw feeds the prompt as is.
     if args.raw or not model.chat_template:
@@ -46,6 +71,8 @@ def cmd_run(args) -> int:
         print(piece, end="", flush=True)
     print()
     print(_stats_line(model), file=sys.stderr)
+    if sampling.grammar is not None and model.finish_reason == "length":
+        print("akunu: warning: max tokens reached before the grammar was complete (-n to allow more)", file=sys.stderr)
     return 0
 
 
@@ -149,6 +176,10 @@ def build_parser() -> argparse.ArgumentParser:
     model_args(p)
     sampling_args(p, 256)
     p.add_argument("--raw", action="store_true", help="feed the prompt as is, without the chat template")
+    p.add_argument("--grammar-file", default=None, metavar="FILE", help="constrain the output to a GBNF grammar")
+    p.add_argument("--json-schema", default=None, metavar="SCHEMA",
+                   help="constrain the output to JSON valid against a JSON schema (a file, or the schema text)")
+    p.add_argument("--regex", default=None, metavar="PATTERN", help="constrain the output to match a regular expression")
     chat_template_arg(p)
     p.add_argument("prompt")
     p.set_defaults(func=cmd_run)

@@ -96,6 +96,22 @@ def validator(schema: dict) -> jsonschema.protocols.Validator:
     return jsonschema.Draft202012Validator(schema, format_checker=format_checker())
 
 
+def known_format_leniency(value, fmt: str) -> str | None:
+    """Why llguidance's format regexes let `value` through though the format rejects it, if that is a
+    known leniency (tests/data/json_schemas_loose.json pins both): a leap second (":60") at any time
+    of day, and February 29 in any year."""
+    if not isinstance(value, str):
+        return None
+    m = re.match(r"^(\d{4})-02-29", value) if fmt in ("date", "date-time") else None
+    if m:
+        year = int(m.group(1))
+        if not (year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)):
+            return "February 29 in a common year"
+    if fmt in ("time", "date-time") and re.search(r"\d\d:\d\d:60", value):
+        return "leap second"
+    return None
+
+
 # --- schema structure (coverage counts) ------------------------------------------------------------
 
 _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")

@@ -20,7 +20,8 @@ import random
 import re
 import time
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date
+from decimal import Decimal
 from pathlib import Path
 
 import jsonschema
@@ -92,8 +93,20 @@ def format_checker() -> jsonschema.FormatChecker:
     return checker
 
 
+def _decimal_multiple_of(validator, multiple, instance, schema):
+    # jsonschema divides floats: 524753.45 / 0.01 is not an integer in binary, so it calls a valid
+    # amount invalid. The decimal digits as written decide here.
+    if validator.is_type(instance, "number") and not isinstance(instance, bool):
+        if Decimal(repr(instance)) % Decimal(repr(multiple)) != 0:
+            yield jsonschema.ValidationError(f"{instance!r} is not a multiple of {multiple!r}")
+
+
+_Validator = jsonschema.validators.extend(jsonschema.Draft202012Validator, {"multipleOf": _decimal_multiple_of})
+
+
 def validator(schema: dict) -> jsonschema.protocols.Validator:
-    return jsonschema.Draft202012Validator(schema, format_checker=format_checker())
+    """Draft 2020-12 with every corpus format checked and multipleOf decided in decimal."""
+    return _Validator(schema, format_checker=format_checker())
 
 
 def known_format_leniency(value, fmt: str) -> str | None:

@@ -54,8 +54,8 @@ sys.path.insert(0, str(REPO / "tests"))
 
 import numpy as np  # noqa: E402
 
-from json_schema_walk import (LLGUIDANCE_JSON_OPTIONS, LLGuidanceMatcher, Vocabulary, load_corpus,  # noqa: E402
-                              load_unsupported, validator, walk_with_retry)
+from json_schema_walk import (LLGUIDANCE_JSON_OPTIONS, LLGuidanceMatcher, Vocabulary,  # noqa: E402
+                              known_format_leniency, load_corpus, load_unsupported, validator, walk_with_retry)
 
 TOKENIZERS = ["smollm2-gguf", "llama-bpe-gguf", "llama-bpe-hf"]
 
@@ -202,12 +202,21 @@ def _dist_version(name: str) -> str:
 
 # --- measuring -------------------------------------------------------------------------------------
 
-def output_errors(text: bytes, v) -> list[str]:
+def output_errors(text: bytes, v) -> tuple[list[str], bool]:
+    """(errors, whether every one is a known format leniency: a leap second at any time, Feb 29)."""
     try:
         instance = json.loads(text.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        return [f"not JSON: {e}"]
-    return [f"{e.json_path}: {e.message}"[:160] for e in v.iter_errors(instance)]
+        return [f"not JSON: {e}"], False
+    errors = list(v.iter_errors(instance))
+    lenient = all(e.validator == "format" and known_format_leniency(e.instance, e.schema["format"]) for e in errors)
+    return [f"{e.json_path}: {e.message}"[:160] for e in errors], bool(errors) and lenient
+
+
+def snippet(text: bytes) -> str:
+    """Output text for the report: control characters escaped, no backticks."""
+    s = text.decode("utf-8", "backslashreplace")[:200]
+    return "".join(c if c >= " " else f"\\x{ord(c):02x}" for c in s).replace("`", "'")
 
 
 def run_engine(engine, src: Source, corpus, unsupported, seeds, reps) -> dict:
@@ -242,9 +251,9 @@ def run_engine(engine, src: Source, corpus, unsupported, seeds, reps) -> dict:
             if r.end != "eos":
                 bad_ends.append((entry["name"], seed, r.end))
                 continue
-            errors = output_errors(r.text, v)
+            errors, lenient = output_errors(r.text, v)
             if errors:
-                invalid.append((entry["name"], seed, errors[0], r.text.decode("utf-8", "replace")[:200]))
+                invalid.append((entry["name"], seed, errors[0], snippet(r.text), lenient))
     # Features llguidance refuses: does the other engine accept them, and then keep to them?
     unsup_accepted, unsup_invalid = {}, []
     for entry in unsupported:
@@ -256,9 +265,9 @@ def run_engine(engine, src: Source, corpus, unsupported, seeds, reps) -> dict:
         v = validator(entry["schema"])
         for seed in seeds:
             r = walk_with_retry(lambda: engine.matcher(compiled), src.vocab, seed)
-            errors = output_errors(r.text, v) if r.end == "eos" else [f"walk ended: {r.end}"]
+            errors = output_errors(r.text, v)[0] if r.end == "eos" else [f"walk ended: {r.end}"]
             if errors:
-                unsup_invalid.append((entry["name"], seed, errors[0], r.text.decode("utf-8", "replace")[:200]))
+                unsup_invalid.append((entry["name"], seed, errors[0], snippet(r.text)))
     return {"engine": engine.name, "version": engine.version, "tokenizer": src.name, "n_vocab": src.n_vocab,
             "init_s": engine.init_s, "compile_s": compile_s, "first_mask_s": first_mask_s,
             "mask_s": mask_s, "consume_s": consume_s, "walks": walks, "bad_ends": bad_ends,
@@ -285,10 +294,9 @@ def cpu_description() -> str:
     return f"{name} (family {family}, model {model}), {os.cpu_count()} cores, {platform.system()} {platform.release()}"
 
 
-def markdown(results: list[dict], args, n_corpus: int, n_unsup: int) -> str:
+def markdown(results: list[dict], command: str, machine: str, n_corpus: int, n_unsup: int) -> str:
     walks_per_schema = len(results[0]["mask_s"]) and results[0]["walks"] // max(1, n_corpus - len(results[0]["refused"]))
-    lines = [f"Machine: {cpu_description()}; Python {platform.python_version()}.",
-             f"Command: `python benchmarks/grammar_engines.py {' '.join(args)}`",
+    lines = [f"Machine: {machine}.", f"Command: `{command}`",
              f"Corpus: {n_corpus} schemas (tests/data/json_schemas.json), {walks_per_schema} seeded walks each; "
              "mask times over every step of every walk.", ""]
     lines += ["| tokenizer | engine | init s | compile mean ms | p50 | p99 | max | first mask us | mask mean us | p50 | p99 | consume mean us | masks |",
@@ -299,14 +307,15 @@ def markdown(results: list[dict], args, n_corpus: int, n_unsup: int) -> str:
                      f"{1e3 * np.mean(c):.2f} | {1e3 * pct(c, 50):.2f} | {1e3 * pct(c, 99):.1f} | {1e3 * max(c):.1f} | "
                      f"{1e6 * np.mean(fm):.0f} | {1e6 * np.mean(m):.1f} | {1e6 * pct(m, 50):.1f} | {1e6 * pct(m, 99):.1f} | "
                      f"{1e6 * np.mean(cs):.1f} | {len(m)} |")
-    lines += ["", "| tokenizer | engine | walks | invalid outputs | walks not ended by EOS | corpus schemas refused | "
+    lines += ["", "| tokenizer | engine | walks | invalid outputs | of which leap second / Feb 29 only | walks not ended by EOS | corpus schemas refused | "
                   f"corpus schemas with warnings | unsupported accepted (of {n_unsup}) | silently (no warning) | "
                   "invalid outputs on those (schemas) |",
-              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in results:
         ua = r["unsupported_accepted"]
         bad_unsup = {name for name, *_ in r["unsupported_invalid"]}
-        lines.append(f"| {r['tokenizer']} | {r['engine']} | {r['walks']} | {len(r['invalid'])} | {len(r['bad_ends'])} | "
+        lenient = sum(1 for *_, known in r["invalid"] if known)
+        lines.append(f"| {r['tokenizer']} | {r['engine']} | {r['walks']} | {len(r['invalid'])} | {lenient} | {len(r['bad_ends'])} | "
                      f"{len(r['refused'])} | {len(r['warned'])} | {len(ua)} | {sum(1 for w in ua.values() if not w)} | "
                      f"{len(r['unsupported_invalid'])} ({len(bad_unsup)}) |")
     details = []
@@ -314,7 +323,7 @@ def markdown(results: list[dict], args, n_corpus: int, n_unsup: int) -> str:
         head = f"{r['engine']} on {r['tokenizer']}"
         for name, msg in r["refused"].items():
             details.append(f"- {head}: refuses `{name}`: {msg}")
-        for name, seed, err, text in r["invalid"]:
+        for name, seed, err, text, _ in r["invalid"]:
             details.append(f"- {head}: invalid output, `{name}` seed {seed}: {err} (`{text}`)")
         for name, seed, end in r["bad_ends"]:
             details.append(f"- {head}: walk `{name}` seed {seed} ended: {end}")
@@ -341,7 +350,15 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=0, help="only the first N corpus schemas (smoke runs)")
     ap.add_argument("--out", type=Path, help="also write the markdown here")
     ap.add_argument("--json", type=Path, help="write every measurement here")
+    ap.add_argument("--from-json", type=Path, help="only print the report of an earlier --json file")
     args = ap.parse_args()
+    if args.from_json:
+        saved = json.loads(args.from_json.read_text())
+        report = markdown(saved["results"], saved["command"], saved["machine"], saved["n_corpus"], saved["n_unsupported"])
+        print(report)
+        if args.out:
+            args.out.write_text(report)
+        return
 
     engines = args.engines.split(",")
     if "xgrammar" in engines:
@@ -366,12 +383,15 @@ def main() -> None:
             t0 = time.perf_counter()
             results.append(run_engine(engine, src, corpus, unsupported, seeds, args.reps))
             print(f"{tok_name} / {eng_name}: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
-    report = markdown(results, sys.argv[1:], len(corpus), len(unsupported))
+    command = "python benchmarks/grammar_engines.py " + " ".join(sys.argv[1:])
+    machine = f"{cpu_description()}; Python {platform.python_version()}"
+    report = markdown(results, command, machine, len(corpus), len(unsupported))
     print(report)
     if args.out:
         args.out.write_text(report)
     if args.json:
-        args.json.write_text(json.dumps(results, indent=1))
+        args.json.write_text(json.dumps({"command": command, "machine": machine, "n_corpus": len(corpus),
+                                         "n_unsupported": len(unsupported), "results": results}, indent=1))
 
 
 if __name__ == "__main__":

@@ -83,9 +83,9 @@ class Source:
         else:
             raise SystemExit(f"unknown tokenizer {name}; known: {', '.join(TOKENIZERS)}")
         if self.akunu_tokenizer is not None:
-            from akunu.grammar_tokenizer import _VocabularyView, end_of_generation_ids
+            from akunu.grammar_tokenizer import VocabularyView, end_of_generation_ids
             self.n_vocab = self.akunu_tokenizer.vocab_size
-            self.vocab = Vocabulary(_VocabularyView(self.akunu_tokenizer, self.n_vocab).tokens,
+            self.vocab = Vocabulary(VocabularyView(self.akunu_tokenizer, self.n_vocab).tokens,
                                     end_of_generation_ids(self.akunu_tokenizer))
         else:
             import llguidance.hf
@@ -167,8 +167,8 @@ class XGrammar:
         self.version = _dist_version("xgrammar")
         t0 = time.perf_counter()
         if src.akunu_tokenizer is not None:
-            from akunu.grammar_tokenizer import _VocabularyView, end_of_generation_ids
-            tokens = _VocabularyView(src.akunu_tokenizer, src.n_vocab).tokens
+            from akunu.grammar_tokenizer import VocabularyView, end_of_generation_ids
+            tokens = VocabularyView(src.akunu_tokenizer, src.n_vocab).tokens
             info = xgrammar.TokenizerInfo(tokens, xgrammar.VocabType.RAW, vocab_size=src.n_vocab,
                                           stop_token_ids=end_of_generation_ids(src.akunu_tokenizer))
         else:

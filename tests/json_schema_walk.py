@@ -326,9 +326,9 @@ def llguidance_grammar(schema: dict) -> str:
 def grammar_vocabulary(tokenizer, n_vocab: int) -> Vocabulary:
     """The token bytes exactly as akunu.grammar_tokenizer hands them to llguidance (special tokens
     prefixed with 0xFF, padding rows empty) and the end-of-generation ids."""
-    from akunu.grammar_tokenizer import _VocabularyView, end_of_generation_ids
+    from akunu.grammar_tokenizer import VocabularyView, end_of_generation_ids
 
-    return Vocabulary(_VocabularyView(tokenizer, n_vocab).tokens, end_of_generation_ids(tokenizer))
+    return Vocabulary(VocabularyView(tokenizer, n_vocab).tokens, end_of_generation_ids(tokenizer))
 
 
 def llguidance_vocabulary(tokenizer, n_vocab: int):

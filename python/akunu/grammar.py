@@ -25,6 +25,7 @@ from llguidance import LLMatcher
 
 from ._core import AkunuError
 from .grammar_tokenizer import grammar_tokenizer
+from .json_schema_keywords import check_keywords
 
 
 class GrammarError(AkunuError, ValueError):
@@ -63,8 +64,9 @@ class Grammar:
     def json_schema(cls, schema: Any, *, any_whitespace: bool = False) -> "Grammar":
         """JSON that validates against `schema`: a dict, JSON text, or a pydantic model class.
         The layout is json.dumps's (", " and ": ", no newlines) unless any_whitespace=True.
-        Keywords the engine cannot enforce (if/then/else, uniqueItems, ...) raise GrammarError:
-        a schema is never enforced only in part."""
+        Keywords the engine cannot enforce (if/then/else, uniqueItems, ...), unknown keywords (a
+        misspelling, OpenAPI's nullable) and format on numbers raise GrammarError: a schema is never
+        enforced only in part."""
         if isinstance(schema, type) and hasattr(schema, "model_json_schema"):  # pydantic v2 model
             schema = schema.model_json_schema()
         if isinstance(schema, (str, bytes)):
@@ -76,6 +78,10 @@ class Grammar:
             raise GrammarError(f"a JSON schema must be a dict, JSON text or a pydantic model class, got "
                                f"{type(schema).__name__}")
         _check_schema(schema)
+        try:
+            check_keywords(schema)
+        except ValueError as e:
+            raise GrammarError(f"invalid JSON schema at {e}") from None
         source = json.dumps(schema, sort_keys=True)
         layout = {"whitespace_flexible": True} if any_whitespace else _JSON_LAYOUT
         try:

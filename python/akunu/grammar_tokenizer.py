@@ -14,7 +14,7 @@ import llguidance
 SPECIAL_PREFIX = b"\xff"
 
 
-class _VocabularyView:
+class VocabularyView:
     """What llguidance.TokenizerWrapper reads: tokens, eos/bos ids, special ids, and a call that
     tokenizes bytes."""
 
@@ -83,7 +83,7 @@ def grammar_tokenizer(tokenizer, n_vocab: int) -> llguidance.LLTokenizer:
     model's, so a finished grammar lets the model stop with any of them."""
     if n_vocab < tokenizer.vocab_size:
         raise ValueError(f"the model has {n_vocab} output rows, fewer than the tokenizer's {tokenizer.vocab_size} tokens")
-    view = _VocabularyView(tokenizer, n_vocab)
+    view = VocabularyView(tokenizer, n_vocab)
     eog = end_of_generation_ids(tokenizer)
     if not eog:
         raise ValueError("the tokenizer has no end-of-generation token, so a grammar could never let the model stop")

@@ -49,6 +49,9 @@ ChipConfig ChipConfig::for_gpu(int sm_count, size_t l2_bytes) {
     c.q8_kv_max_group = 16;
     // Launches are expensive relative to small-model kernels: chain many tokens per submission.
     c.chain_decode_chunk = 64;
+    // A prefill pass is built and launched command by command (~1.5 ms for a 1B model on an H200,
+    // benchmarks/grammar_decode.py), about three decode steps of the graph.
+    c.max_forced_decode_steps = 3;
     c.max_prefill_chunk = 2048;
     c.max_logits_rows = 256;
     c.gemv_rows_per_unit = 4;

@@ -28,6 +28,10 @@ struct ChipConfig {
     // Greedy tokens per replay of the table (chain decode). Larger amortizes submission cost;
     // smaller gives a streaming user text sooner.
     int chain_decode_chunk = 16;
+    // Grammar-constrained decoding feeds the tokens a grammar forces in one submission: up to this
+    // many as chained replays of the decode table (a captured graph on GPUs, asynchronous), more as
+    // a prefill pass (one pass over all rows, but a table built and launched per call).
+    int max_forced_decode_steps = 1;
     // Sliding-window layers keep a ring of (window + the most rows a pass writes) rows in the KV
     // cache, not the whole context (KVCache::layer_length). For backends whose KV kernels address
     // rows as position % max_seq (the CPU's and CUDA's).

@@ -68,13 +68,14 @@ void Model::feed(const std::vector<int32_t> &tokens) {
     check_tokens(tokens);
     check_room((int)tokens.size());
     gen_.history.insert(gen_.history.end(), tokens.begin(), tokens.end());
-    if (tokens.size() == 1) {
-        // The decode table up to (not including) its argmax; asynchronous where the device is.
-        const uint32_t slot = (uint32_t)tokens[0];
-        device_->write_buffer(scratch_.token_ids, &slot, 4);
-        device_->encode_dispatch_table(decode_table_, kv_.current_length, 1, 0,
-                                       (int)decode_table_.commands.size() - 1);
-        kv_.advance(1);
+    const int n = (int)tokens.size();
+    if (n <= std::max(1, chip_.max_forced_decode_steps)) {
+        // The decode table up to (not including) its argmax, token i reading slot i; asynchronous
+        // where the device is.
+        const std::vector<uint32_t> slots(tokens.begin(), tokens.end());
+        device_->write_buffer(scratch_.token_ids, slots.data(), slots.size() * 4);
+        device_->encode_dispatch_table(decode_table_, kv_.current_length, n, 0, (int)decode_table_.commands.size() - 1);
+        kv_.advance(n);
     } else {
         forward_in_chunks(tokens, chip_.max_prefill_chunk, false, false, [](size_t, int) {});
     }

@@ -125,6 +125,25 @@ def known_format_leniency(value, fmt: str) -> str | None:
     return None
 
 
+def explained_by_leniency(err: jsonschema.ValidationError) -> bool:
+    """Whether a validation error is one of the known leniencies: a format error, or an anyOf / oneOf
+    failure of which some branch fails only by them."""
+    if err.validator == "format":
+        return known_format_leniency(err.instance, err.schema["format"]) is not None
+    if err.validator in ("anyOf", "oneOf") and err.context:
+        branches: dict = {}
+        for sub in err.context:
+            branches.setdefault(sub.relative_schema_path[0], []).append(sub)
+        return any(all(explained_by_leniency(sub) for sub in subs) for subs in branches.values())
+    return False
+
+
+def unexplained_errors(schema: dict, instance) -> list[str]:
+    """The messages of `instance`'s validation errors against `schema` that no known leniency explains."""
+    return [f"{err.json_path}: {err.message}" for err in validator(schema).iter_errors(instance)
+            if not explained_by_leniency(err)]
+
+
 # --- schema structure (coverage counts) ------------------------------------------------------------
 
 _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")

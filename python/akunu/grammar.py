@@ -52,7 +52,7 @@ class Grammar:
     kind: str
     source: str
     trigger_text: Optional[str] = None
-    definition: str = field(default="", repr=False)  # llguidance's grammar (JSON text)
+X
 
     def __post_init__(self):
         if not self.definition:

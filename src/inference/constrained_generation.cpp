@@ -1,6 +1,7 @@
 // A grammar-constrained generation session (see model.h): the prompt's prefill, then per token a
-// forward pass (feed), the caller's mask, and the masked choice (choose_token). Forced tokens run
-// through the cache as one prefill pass, so a grammar that fixes long stretches of text (keys,
+// forward pass (feed), the caller's mask, and the masked choice (choose_token). Tokens the grammar
+// forces need no choice: a few run as chained decode steps in one submission, more as one prefill
+// pass (ChipConfig::max_forced_decode_steps), so a grammar that fixes long stretches of text (keys,
 // punctuation) costs fewer forward passes than free text.
 #include <algorithm>
 #include <chrono>

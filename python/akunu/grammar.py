@@ -52,7 +52,7 @@ class Grammar:
     kind: str
     source: str
     trigger_text: Optional[str] = None
-X
+    definition: str = field(default="", repr=False)  # for llguidance: its grammar JSON, or Lark text
 
     def __post_init__(self):
         if not self.definition:

@@ -13,7 +13,7 @@ prompt, one process:
     python benchmarks/grammar_decode.py [--model GGUF] [--backend cpu|cuda] [-n 256] [-r 5]
 
 Tokens/s: generated tokens over the decode wall time (prefill end to the last token; for the
-constrained path this includes computing every mask).
+constrained path this includes computing every mask); the cases run interleaved, median of -r.
 """
 from __future__ import annotations
 
@@ -64,12 +64,17 @@ def chosen_count(model, grammar, tokens) -> int:
     return chosen
 
 
-def run_case(model, prompt_ids, n, grammar, reps):
-    rates, tokens = [], []
+def run_cases(model, cases, n, reps):
+    """Each case (prompt ids, grammar) once per repetition, interleaved, so that a change in the
+    machine's load hits every case alike: [(median tokens/s, tokens, chosen)] per case."""
+    rates = [[] for _ in cases]
+    outputs = [[] for _ in cases]
     for _ in range(reps):
-        tokens = model.generate_tokens(prompt_ids, max_tokens=n, grammar=grammar)
-        rates.append(decode_rate(model))
-    return statistics.median(rates), len(tokens), chosen_count(model, grammar, tokens)
+        for i, (prompt_ids, grammar) in enumerate(cases):
+            outputs[i] = model.generate_tokens(prompt_ids, max_tokens=n, grammar=grammar)
+            rates[i].append(decode_rate(model))
+    return [(statistics.median(r), len(out), chosen_count(model, grammar, out))
+            for r, out, (_, grammar) in zip(rates, outputs, cases)]
 
 
 def compile_times(model) -> tuple[list[float], list[float]]:
@@ -118,10 +123,10 @@ def main() -> int:
     model.generate_tokens(ids, max_tokens=16)  # warm-up: graphs, caches
     model.generate_tokens(ids, max_tokens=16, grammar=Grammar.regex("(?s:.*)"))
 
-    free, free_tokens, _ = run_case(model, ids, a.n, None, a.reps)
-    every, every_tokens, every_chosen = run_case(model, ids, a.n, Grammar.regex("(?s:.*)"), a.reps)
-    schema, schema_tokens, schema_chosen = run_case(model, chat_ids, a.n, Grammar.json_schema(ORDER), a.reps)
-    free_chat, free_chat_tokens, _ = run_case(model, chat_ids, a.n, None, a.reps)
+    results = run_cases(model, [(ids, None), (ids, Grammar.regex("(?s:.*)")), (chat_ids, None),
+                                (chat_ids, Grammar.json_schema(ORDER))], a.n, a.reps)
+    (free, free_tokens, _), (every, every_tokens, every_chosen), (free_chat, free_chat_tokens, _), \
+        (schema, schema_tokens, schema_chosen) = results
     print("| case | tokens | chosen by the model (rest forced) | tokens/s | vs free |")
     print("|---|---|---|---|---|")
     print(f"| free (prompt: story) | {free_tokens} | {free_tokens} | {free:.1f} | 1.00x |")

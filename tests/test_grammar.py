@@ -402,3 +402,23 @@ def test_json_schema_corpus_through_smollm2(smollm2):
         failures += [(entry["name"], message, text) for message in unexplained_errors(entry["schema"], instance)]
     assert not failures, failures[:5]
     assert completed >= 0.9 * len(runs), (completed, len(runs))
+
+
+def test_hostname_length_is_enforced(smollm2):
+    """llguidance bounds each label of a hostname but not the whole name (RFC 1123: 253 characters,
+    found by the random-weight corpus run on CUDA); Grammar.json_schema writes the bound out."""
+    import llguidance
+
+    from json_schema_walk import unexplained_errors
+
+    schema = {"type": "string", "format": "hostname"}
+    too_long = ".".join(["b" * 60] * 5)  # labels of 60: each fine, 304 in all
+    assert unexplained_errors(schema, too_long)
+    ll_tokenizer = smollm2._grammars.ll_tokenizer
+    tokens = smollm2.tokenizer.encode(json.dumps(too_long), add_special=False)
+    bare = llguidance.LLMatcher(ll_tokenizer, llguidance.LLMatcher.grammar_from_json_schema(schema), log_level=0)
+    assert all(bare.consume_token(t) for t in tokens) and bare.is_accepting()  # the engine's leniency
+    ours = llguidance.LLMatcher(ll_tokenizer, Grammar.json_schema(schema).definition, log_level=0)
+    assert not all(ours.consume_token(t) for t in tokens)
+    shorter = Grammar.json_schema({"type": "string", "format": "hostname", "maxLength": 20})
+    assert '"maxLength": 20' in json.dumps(json.loads(shorter.definition))

@@ -25,7 +25,7 @@ from llguidance import LLMatcher
 
 from ._core import AkunuError
 from .grammar_tokenizer import grammar_tokenizer
-from .json_schema_keywords import check_keywords
+from .json_schema_keywords import check_keywords, with_format_bounds
 
 
 class GrammarError(AkunuError, ValueError):
@@ -85,7 +85,7 @@ class Grammar:
         source = json.dumps(schema, sort_keys=True)
         layout = {"whitespace_flexible": True} if any_whitespace else _JSON_LAYOUT
         try:
-            definition = LLMatcher.grammar_from_json_schema(schema, defaults=layout)
+            definition = LLMatcher.grammar_from_json_schema(with_format_bounds(schema), defaults=layout)
         except ValueError as e:
             raise GrammarError(f"invalid JSON schema: {e}") from None
         return cls._checked("json_schema", source, definition)

@@ -4,7 +4,8 @@ src/inference/constrained_generation.cpp) driven by an llguidance matcher.
 Per step: the matcher computes the allowed-token mask while the device runs the forward pass of
 the tokens just fed (the engine returns from feed() at once on CUDA), choose_token applies the mask
 on the device before its argmax or sampler, and the tokens the grammar then forces (a fixed key, a
-closing brace) are fed with the chosen one as one prefill pass instead of one decode step each."""
+closing brace) are fed without a choice each: on the CPU with the chosen token in one pass, on
+CUDA after it (docs/adr/0017-constrained-decoding-session.md)."""
 
 from __future__ import annotations
 

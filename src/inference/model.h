@@ -107,9 +107,9 @@ public:
     // The next token: the argmax, or the session's sampling rule, over the tokens whose bit is set in
     // `mask` ((vocab + 31) / 32 words, bit i % 32 of word i / 32 for token i).
     int32_t choose_token(const uint32_t *mask, size_t words);
-    // Appends `tokens` (the chosen token, then any the grammar forces) to the session and starts
-    // their forward pass: one token replays the decode table, several run as one prefill pass.
-    // choose_token then reads the logits of the last token fed.
+    // Appends `tokens` (the chosen token and / or those the grammar forces) to the session and
+    // starts their forward pass: up to ChipConfig::max_forced_decode_steps as chained replays of
+    // the decode table, more as one prefill pass. choose_token then reads the last token's logits.
     void feed(const std::vector<int32_t> &tokens);
     // Ends the session: `generated` tokens were handed out; `reason` "stop" or "length".
     void end_constrained(int generated, const std::string &reason);

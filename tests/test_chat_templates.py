@@ -82,6 +82,11 @@ def test_detect_family():
     assert detect_family("llama", tokens("[INST]", "[/INST]", "[SYSTEM_PROMPT]"), "llama") == "mistral-v7"
     assert detect_family("qwen2", tokens("<start_of_turn>", "<end_of_turn>"), "llama") == "gemma"
     assert detect_family("llama", tokens("<|user|>", "<|assistant|>", "<|end|>"), "llama") == "phi3"
+    assert detect_family("phi3", tokens("<|im_start|>", "<|im_sep|>", "<|im_end|>"), "gpt2") == "phi4"
+    assert detect_family("deepseek2", tokens("<｜User｜>", "<｜Assistant｜>"), "gpt2") == "deepseek3"
+    assert detect_family("command-r", tokens("<|START_OF_TURN_TOKEN|>", "<|USER_TOKEN|>", "<|CHATBOT_TOKEN|>"),
+                         "gpt2") == "command-r"
+    assert detect_family("granite", tokens("<|start_of_role|>", "<|end_of_role|>"), "gpt2") == "granite"
 
 
 @pytest.mark.parametrize("name", LOADED)
@@ -259,3 +264,14 @@ def test_cli_chat_template(family_models, tmp_path):
             assert m.chat_format == "override" and m.format_chat([{"role": "user", "content": "x"}]) == "[x]"
         finally:
             m.close()
+
+
+def test_command_r_vocabulary_gets_command_r_format():
+    """llama.cpp's command-r vocab file: its turn tokens pick llama.cpp's "command-r" format."""
+    tok = akunu.Tokenizer.from_file(str(llama_cpp_vocabs() / "ggml-vocab-command-r.gguf"))
+
+    def has_token(text):
+        ids = tok.encode(text, add_special=False, parse_special=True)
+        return len(ids) == 1 and tok.token_text(ids[0]) == text
+
+    assert detect_family("command-r", has_token, tok.model) == "command-r"

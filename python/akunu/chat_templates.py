@@ -114,6 +114,50 @@ PHI3 = (
     "{% if add_generation_prompt %}{{ '<|assistant|>\n' }}{% endif %}"
 )
 
+# Phi-4 (llama.cpp "phi4", microsoft/phi-4): ChatML with <|im_sep|> after the role and no newlines.
+PHI4 = (
+    "{{ bos_token }}"
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '<|im_sep|>' + message['content'] + '<|im_end|>' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant<|im_sep|>' }}{% endif %}"
+)
+
+# DeepSeek-V3 / R1 (llama.cpp "deepseek3"): {system}\n\n<｜User｜>{user}<｜Assistant｜>{answer}
+# <｜end▁of▁sentence｜> ... <｜Assistant｜>
+DEEPSEEK3 = (
+    "{{ bos_token }}"
+    "{% for message in messages %}"
+    "{% if message['role'] == 'system' %}{{ message['content'] + '\n\n' }}"
+    "{% elif message['role'] == 'user' %}{{ '<｜User｜>' + message['content'] }}"
+    "{% elif message['role'] == 'assistant' %}{{ '<｜Assistant｜>' + message['content'] + '<｜end▁of▁sentence｜>' }}"
+    "{% endif %}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<｜Assistant｜>' }}{% endif %}"
+)
+
+# Command-R (llama.cpp "command-r", CohereForAI/c4ai-command-r-plus): <|START_OF_TURN_TOKEN|> then
+# <|SYSTEM_TOKEN|> / <|USER_TOKEN|> / <|CHATBOT_TOKEN|>, the content trimmed, <|END_OF_TURN_TOKEN|>.
+COMMAND_R = (
+    "{{ bos_token }}"
+    "{% set tokens = {'system': '<|SYSTEM_TOKEN|>', 'user': '<|USER_TOKEN|>', 'assistant': '<|CHATBOT_TOKEN|>'} %}"
+    "{% for message in messages %}"
+    "{% if message['role'] in tokens %}"
+    "{{ '<|START_OF_TURN_TOKEN|>' + tokens[message['role']] + message['content'] | trim + '<|END_OF_TURN_TOKEN|>' }}"
+    "{% endif %}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>' }}{% endif %}"
+)
+
+# IBM Granite 3.x (llama.cpp "granite"): <|start_of_role|>{role}<|end_of_role|>{content}<|end_of_text|>\n
+GRANITE = (
+    "{{ bos_token }}"
+    "{% for message in messages %}"
+    "{{ '<|start_of_role|>' + message['role'] + '<|end_of_role|>' + message['content'] + '<|end_of_text|>\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|start_of_role|>assistant<|end_of_role|>' }}{% endif %}"
+)
+
 # Name (llama.cpp's name of the same format) -> template.
 FAMILY_TEMPLATES = {
     "chatml": CHATML,
@@ -125,6 +169,10 @@ FAMILY_TEMPLATES = {
     "mistral-v7": _mistral_v7(" "),
     "mistral-v7-tekken": _mistral_v7(""),
     "phi3": PHI3,
+    "phi4": PHI4,
+    "deepseek3": DEEPSEEK3,
+    "command-r": COMMAND_R,
+    "granite": GRANITE,
 }
 
 
@@ -137,8 +185,16 @@ def detect_family(architecture: str, has_token: Callable[[str], bool], tokenizer
     `text` as one token; `tokenizer_model` is "llama" (SentencePiece) or "gpt2" (byte-level BPE).
     """
     has_all = lambda *texts: all(has_token(t) for t in texts)  # noqa: E731
+    if has_all("<|im_start|>", "<|im_sep|>", "<|im_end|>"):
+        return "phi4"
     if has_all("<|im_start|>", "<|im_end|>"):
         return "chatml"
+    if has_all("<｜User｜>", "<｜Assistant｜>"):
+        return "deepseek3"
+    if has_all("<|START_OF_TURN_TOKEN|>", "<|USER_TOKEN|>", "<|CHATBOT_TOKEN|>"):
+        return "command-r"
+    if has_all("<|start_of_role|>", "<|end_of_role|>"):
+        return "granite"
     if has_all("<start_of_turn>", "<end_of_turn>"):
         return "gemma"
     if has_all("<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"):

@@ -21,11 +21,15 @@ import argparse
 import json
 import platform
 import statistics
+import sys
 import time
 from pathlib import Path
 
 import akunu
 from akunu import Grammar
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from grammar_checks import chosen_count  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "tests" / "data" / "json_schemas.json"
@@ -47,23 +51,6 @@ def decode_rate(model) -> float:
     return s.generated_tokens * 1000.0 / s.decode_ms if s.decode_ms > 0 else 0.0
 
 
-def chosen_count(model, grammar, tokens) -> int:
-    """How many of `tokens` the model chose (the rest the grammar forced), replaying them through
-    the grammar the way the generation loop did (python/akunu/constrained.py)."""
-    if grammar is None:
-        return len(tokens)
-    matcher, at, chosen = model._grammars.matcher(grammar), 0, 0
-    while at < len(tokens):
-        forced = matcher.compute_ff_tokens()
-        if forced and tokens[at:at + len(forced)] == forced:
-            matcher.consume_tokens(forced)
-            at += len(forced)
-            continue
-        matcher.consume_token(tokens[at])
-        at, chosen = at + 1, chosen + 1
-    return chosen
-
-
 def run_cases(model, cases, n, reps):
     """Each case (prompt ids, grammar) once per repetition, interleaved, so that a change in the
     machine's load hits every case alike: [(median tokens/s, tokens, chosen)] per case."""
@@ -73,7 +60,7 @@ def run_cases(model, cases, n, reps):
         for i, (prompt_ids, grammar) in enumerate(cases):
             outputs[i] = model.generate_tokens(prompt_ids, max_tokens=n, grammar=grammar)
             rates[i].append(decode_rate(model))
-    return [(statistics.median(r), len(out), chosen_count(model, grammar, out))
+    return [(statistics.median(r), len(out), chosen_count(model, grammar, out) if grammar else len(out))
             for r, out, (_, grammar) in zip(rates, outputs, cases)]
 
 

@@ -27,3 +27,28 @@ def constrained_run(engine, prompt_ids, n, config):
         engine._feed([out[-1]])
     engine._end_constrained(len(out), "length")
     return out
+
+
+def pieces_of(model, grammar, tokens) -> tuple[list[int], list[list[int]]]:
+    """`tokens` as the generation loop (python/akunu/constrained.py) produced them: the tokens the
+    grammar forced before the first choice, then one piece per choice (the chosen token and the
+    tokens forced after it), found by replaying them through the grammar."""
+    matcher = model._grammars.matcher(grammar)
+    first = matcher.compute_ff_tokens()
+    assert tokens[:len(first)] == first
+    matcher.consume_tokens(first)
+    pieces, at = [], len(first)
+    while at < len(tokens):
+        matcher.consume_token(tokens[at])
+        forced = matcher.compute_ff_tokens()[:len(tokens) - at - 1]
+        if forced:
+            assert tokens[at + 1:at + 1 + len(forced)] == forced
+            matcher.consume_tokens(forced)
+        pieces.append(tokens[at:at + 1 + len(forced)])
+        at += 1 + len(forced)
+    return first, pieces
+
+
+def chosen_count(model, grammar, tokens) -> int:
+    """How many of `tokens` the model chose (the rest the grammar forced)."""
+    return len(pieces_of(model, grammar, tokens)[1])

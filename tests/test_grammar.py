@@ -16,7 +16,7 @@ import pytest
 
 import akunu
 from akunu import Grammar, GrammarError, SamplingParams
-from grammar_checks import all_tokens_mask, constrained_run, mask_of
+from grammar_checks import all_tokens_mask, constrained_run, mask_of, pieces_of
 
 PROMPT = "The three primary colors are"
 PERSON = {"type": "object", "additionalProperties": False, "required": ["name", "age", "hobbies"],
@@ -180,17 +180,37 @@ def test_json_schema_chat_validates_and_finishes(smollm2):
         jsonschema.validate(json.loads(text), PERSON)
 
 
-def test_forced_tokens_cost_no_decode_steps(smollm2):
-    """Keys and punctuation the schema fixes are fed with the chosen token: fewer forward passes
-    than tokens."""
-    smollm2.chat(PERSON_CHAT, grammar=Grammar.json_schema(PERSON))
-    stats = smollm2.stats
-    assert stats.generated_tokens >= 20
-    choices = stats.decode_steps  # tokens fed; each chosen token costs one choice
-    tokens = smollm2.generate_tokens(smollm2.tokenizer.encode(smollm2.format_chat(PERSON_CHAT), add_special=False,
-                                                              parse_special=True),
-                                     grammar=Grammar.json_schema(PERSON))
-    assert len(tokens) == stats.generated_tokens and choices <= len(tokens)
+class CountingEngine:
+    """The engine with its constrained-session calls counted (a stand-in for model._engine)."""
+
+    def __init__(self, engine):
+        self._engine, self.choices, self.feeds = engine, 0, []
+
+    def __getattr__(self, name):
+        return getattr(self._engine, name)
+
+    def _choose_token(self, mask):
+        self.choices += 1
+        return self._engine._choose_token(mask)
+
+    def _feed(self, tokens):
+        self.feeds.append(len(tokens))
+        return self._engine._feed(tokens)
+
+
+def test_forced_tokens_need_no_choice_and_go_in_one_pass(smollm2, monkeypatch):
+    """The keys and punctuation the schema fixes are not chosen by the model: they are fed with the
+    chosen token, one pass for the piece (CPU), and the first ones with the prompt."""
+    counting = CountingEngine(smollm2._engine)
+    monkeypatch.setattr(smollm2, "_engine", counting)
+    ids = smollm2.tokenizer.encode(smollm2.format_chat(PERSON_CHAT), add_special=False, parse_special=True)
+    tokens = smollm2.generate_tokens(ids, grammar=Grammar.json_schema(PERSON))
+    assert smollm2.finish_reason == "stop" and smollm2.stats.generated_tokens == len(tokens)
+    first, pieces = pieces_of(smollm2, Grammar.json_schema(PERSON), tokens)
+    assert first and counting.choices == len(pieces) <= 0.7 * len(tokens), (len(first), len(pieces), len(tokens))
+    # On the CPU each piece is one pass; the last one completes the grammar and is not fed.
+    assert counting.feeds == [len(piece) for piece in pieces[:-1]]
+    assert any(len(piece) > 1 for piece in pieces)
 
 
 def test_max_tokens_before_the_grammar_completes_says_length(smollm2):

@@ -27,6 +27,8 @@ from pathlib import Path
 import jsonschema
 import numpy as np
 
+from akunu import json_schema_keywords
+
 DATA = Path(__file__).resolve().parent / "data"
 CORPUS_PATH = DATA / "json_schemas.json"
 UNSUPPORTED_PATH = DATA / "json_schemas_unsupported.json"
@@ -146,25 +148,11 @@ def unexplained_errors(schema: dict, instance) -> list[str]:
 
 # --- schema structure (coverage counts) ------------------------------------------------------------
 
-_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
-_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
-_SCHEMA_ONE = ("items", "additionalProperties", "not", "contains", "if", "then", "else", "propertyNames",
-               "unevaluatedProperties", "unevaluatedItems", "additionalItems")
-
-
 def subschemas(node):
-    """The schema nodes directly inside `node` (never property names or other data)."""
-    if not isinstance(node, dict):
-        return
-    for key in _SCHEMA_MAPS:
-        if isinstance(node.get(key), dict):
-            yield from node[key].values()
-    for key in _SCHEMA_LISTS:
-        if isinstance(node.get(key), list):
-            yield from node[key]
-    for key in _SCHEMA_ONE:
-        if isinstance(node.get(key), dict):
-            yield node[key]
+    """The schema nodes directly inside `node` (never property names or other data): the package's
+    own walk (akunu.json_schema_keywords), boolean schemas left out."""
+    if isinstance(node, dict):
+        yield from (sub for _, sub in json_schema_keywords.subschemas(node) if isinstance(sub, dict))
 
 
 def keywords(schema) -> set[str]:

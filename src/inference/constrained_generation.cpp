@@ -12,35 +12,19 @@
 
 namespace akunu {
 
-namespace {
-using Clock = std::chrono::steady_clock;
-double ms_between(Clock::time_point a, Clock::time_point b) {
-    return std::chrono::duration<double, std::milli>(b - a).count();
-}
-}  // namespace
-
 size_t Model::token_mask_words() const { return akunu::token_mask_words(config_); }
 
 void Model::begin_constrained(const std::vector<int32_t> &prompt, const SamplingConfig &sampling) {
-    if (prompt.empty()) throw std::invalid_argument("the prompt is empty");
-    sampling.validate();
-    check_tokens(prompt);
-    reset();
-    check_room((int)prompt.size());
-
-    stats_ = GenerationStats{};
-    stats_.prompt_tokens = (int)prompt.size();
-    gen_.sampling = sampling;
-    gen_.history = prompt;
+    start_session(prompt, sampling);
     gen_.constrained = true;
     gen_.finished = false;
 
-    const Clock::time_point t0 = Clock::now();
+    const SessionClock::time_point t0 = SessionClock::now();
     // The last chunk's logits (row 0 of scratch.logits) wait for the mask; its argmax is unused.
     forward_in_chunks(prompt, chip_.max_prefill_chunk, false, false, [](size_t, int) {});
-    stats_.prefill_ms = ms_between(t0, Clock::now());
+    stats_.prefill_ms = ms_since(t0);
     gen_.logits_pending = true;
-    gen_.decode_start = Clock::now();
+    gen_.decode_start = SessionClock::now();
 }
 
 int32_t Model::choose_token(const uint32_t *mask, size_t words) {
@@ -59,7 +43,7 @@ int32_t Model::choose_token(const uint32_t *mask, size_t words) {
     device_->encode_dispatch_table(greedy ? masked_argmax_table_ : masked_sample_table_, kv_.current_length - 1, 1);
     const int32_t token = read_token_slot(1);
     gen_.logits_pending = false;
-    stats_.decode_ms = ms_between(gen_.decode_start, Clock::now());
+    stats_.decode_ms = ms_since(gen_.decode_start);
     return token;
 }
 
@@ -72,9 +56,8 @@ void Model::feed(const std::vector<int32_t> &tokens) {
     const int n = (int)tokens.size();
     if (n <= std::max(1, chip_.max_forced_decode_steps)) {
         // The decode table up to (not including) its argmax, token i reading slot i; asynchronous
-        // where the device is.
-        const std::vector<uint32_t> slots(tokens.begin(), tokens.end());
-        device_->write_buffer(scratch_.token_ids, slots.data(), slots.size() * 4);
+        // where the device is. (Checked ids are non-negative: their int32 bytes are the u32 slots.)
+        device_->write_buffer(scratch_.token_ids, tokens.data(), tokens.size() * 4);
         device_->encode_dispatch_table(decode_table_, kv_.current_length, n, 0, (int)decode_table_.commands.size() - 1);
         kv_.advance(n);
     } else {

@@ -9,12 +9,11 @@
 
 namespace akunu {
 
-namespace {
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
-}  // namespace
+double ms_since(SessionClock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(SessionClock::now() - t0).count();
+}
 
-void Model::begin_generation(const std::vector<int32_t> &prompt, const SamplingConfig &sampling) {
+void Model::start_session(const std::vector<int32_t> &prompt, const SamplingConfig &sampling) {
     if (prompt.empty()) throw std::invalid_argument("the prompt is empty");
     sampling.validate();
     check_tokens(prompt);
@@ -25,11 +24,15 @@ void Model::begin_generation(const std::vector<int32_t> &prompt, const SamplingC
     stats_.prompt_tokens = (int)prompt.size();
     gen_.sampling = sampling;
     gen_.history = prompt;
+}
+
+void Model::begin_generation(const std::vector<int32_t> &prompt, const SamplingConfig &sampling) {
+    start_session(prompt, sampling);
     gen_.finished = sampling.max_tokens == 0;
     gen_.finish_reason = gen_.finished ? "length" : "";
     if (gen_.finished) return;
 
-    Clock::time_point t0 = Clock::now();
+    SessionClock::time_point t0 = SessionClock::now();
     gen_.next_input = prefill_for_session(prompt);
     stats_.prefill_ms = ms_since(t0);
     gen_.first_pending = true;
@@ -98,7 +101,7 @@ std::vector<int32_t> Model::next_tokens() {
         finish("length");
         return out;
     }
-    Clock::time_point t0 = Clock::now();
+    SessionClock::time_point t0 = SessionClock::now();
     std::vector<int32_t> produced = gen_.sampling.plain_greedy() ? decode_greedy_chunk(n) : decode_sampled_chunk(n);
     stats_.decode_ms += ms_since(t0);
     stats_.decode_steps += (int)produced.size();

@@ -25,6 +25,10 @@
 
 namespace akunu {
 
+// The clock of a session's timings (GenerationStats), and milliseconds since a time point of it.
+using SessionClock = std::chrono::steady_clock;
+double ms_since(SessionClock::time_point t0);
+
 struct LoadOptions {
     std::string backend = "auto";
     int context_length = 0;  // 0: the model's own, capped at kDefaultContextCap
@@ -129,6 +133,8 @@ private:
     // `sample`: each chunk's last token is drawn by the sampling rule instead of argmax.
     void forward_in_chunks(const std::vector<int32_t> &tokens, int max_rows, bool all_logits, bool sample,
                            const std::function<void(size_t first, int rows)> &after_chunk);
+    // What every session starts with: checks, an empty cache, fresh stats, the sampling and history.
+    void start_session(const std::vector<int32_t> &prompt, const SamplingConfig &sampling);
     // The prompt through the cache; returns the token after it, drawn by the session's sampling.
     int32_t prefill_for_session(const std::vector<int32_t> &prompt);
     // Writes the session's sampling rule and latest tokens into scratch.sampling.
@@ -165,7 +171,7 @@ private:
         std::vector<int32_t> history;  // prompt + output, for the repetition penalty
         bool constrained = false;      // begin_constrained's session
         bool logits_pending = false;   // constrained: the cache's last logits await choose_token
-        std::chrono::steady_clock::time_point decode_start;
+        SessionClock::time_point decode_start;
     } gen_;
     GenerationStats stats_;
 };

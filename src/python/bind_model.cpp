@@ -240,19 +240,20 @@ void bind_model(nb::module_ &m) {
             "Feed one token through the decode table, timing each command: [(label, kernel, ms), ...].")
         .def(
             "logits",
-            [](PyModel &s, const std::vector<int64_t> &tokens) {
+            [](PyModel &s, const std::vector<int64_t> &tokens, size_t first) {
                 std::vector<float> *data;
                 size_t vocab;
                 {
                     nb::gil_scoped_release release;
-                    data = new std::vector<float>(s.get()->evaluate_logits(to_ids(tokens)));
+                    data = new std::vector<float>(s.get()->evaluate_logits(to_ids(tokens), first));
                     vocab = s.get()->config().vocab_size;
                 }
                 nb::capsule owner(data, [](void *p) noexcept { delete static_cast<std::vector<float> *>(p); });
-                return nb::ndarray<nb::numpy, float, nb::ndim<2>>(data->data(), {tokens.size(), vocab}, owner);
+                return nb::ndarray<nb::numpy, float, nb::ndim<2>>(data->data(), {tokens.size() - first, vocab}, owner);
             },
-            nb::arg("tokens"),
-            "Teacher-forced logits for every position, from a fresh cache: float32 array [len(tokens), vocab].")
+            nb::arg("tokens"), nb::arg("first") = 0,
+            "Teacher-forced logits of positions first.. of tokens, from a fresh cache: float32 array\n"
+            "[len(tokens) - first, vocab].")
         .def(
             "_begin",
             [](PyModel &s, const std::vector<int64_t> &prompt, const akunu::SamplingConfig &sampling) {

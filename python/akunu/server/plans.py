@@ -1,0 +1,154 @@
+"""From a validated request to a generation Plan: the checks pydantic cannot make (they need the
+model: prompt length, grammar compilation, content parts), the chat template, and the sampling
+settings with OpenAI's defaults. Every problem is an APIError naming the field."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..grammar import Grammar, GrammarError
+from ..model import Model
+from ..sampling import SamplingParams
+from .config import ServerConfig
+from .errors import APIError
+from .generation import Plan
+from .protocol import ChatCompletionRequest, CompletionRequest, OtherPart, SamplingFields
+
+OPENAI_TEMPERATURE = 1.0    # OpenAI's default when a request leaves temperature out
+COMPLETIONS_MAX_TOKENS = 16  # OpenAI's default max_tokens for /v1/completions
+
+
+def check_unsupported(req: SamplingFields) -> None:
+    if req.logit_bias:
+        raise APIError(400, "logit_bias is not supported", param="logit_bias")
+    if req.best_of not in (None, 1):
+        raise APIError(400, "best_of other than 1 is not supported; use n", param="best_of")
+    if req.stream_options is not None and not req.stream:
+        raise APIError(400, "stream_options is only allowed with stream: true", param="stream_options")
+
+
+def sampling_params(req: SamplingFields, max_tokens: int, grammar: Optional[Grammar]) -> SamplingParams:
+    settings = {
+        "temperature": OPENAI_TEMPERATURE if req.temperature is None else req.temperature,
+        "max_tokens": max_tokens,
+        "seed": req.seed,
+        "stop": req.stop,
+        "grammar": grammar,
+    }
+    for name in ("top_p", "top_k", "min_p", "repeat_penalty", "frequency_penalty", "presence_penalty"):
+        value = getattr(req, name)
+        if value is not None:
+            settings[name] = value
+    try:
+        return SamplingParams(**settings)
+    except (ValueError, TypeError) as e:
+        raise APIError(400, str(e)) from None
+
+
+def max_tokens_for(req: SamplingFields, requested: Optional[int], default: int, prompt_tokens: int, model: Model,
+                   config: ServerConfig, param: str) -> int:
+    ctx = model.context_length
+    if prompt_tokens >= ctx:
+        raise APIError(400, f"this model's maximum context length is {ctx} tokens, but the prompt has {prompt_tokens} "
+                            "tokens; shorten it", param="messages" if param == "max_completion_tokens" else "prompt",
+                       code="context_length_exceeded")
+    if requested is not None and requested > config.max_tokens_limit:
+        raise APIError(400, f"{param} is {requested}; this server allows at most {config.max_tokens_limit}",
+                       param=param)
+    # Past the context's end the generation stops with finish_reason "length".
+    return requested if requested is not None else min(default, ctx - prompt_tokens)
+
+
+# --- chat ----------------------------------------------------------------------------------
+
+def chat_messages(req: ChatCompletionRequest) -> list[dict]:
+    """The conversation as the chat template takes it (role, content text)."""
+    out = []
+    for i, m in enumerate(req.messages):
+        if isinstance(m.content, list):
+            for j, part in enumerate(m.content):
+                if isinstance(part, OtherPart):
+                    raise APIError(400, f"content part type '{part.type}' is not supported: akunu serves text "
+                                        "models (text parts only)", param=f"messages[{i}].content[{j}].type")
+        if m.content is None and not m.tool_calls and m.role != "assistant":
+            raise APIError(400, f"messages[{i}] ({m.role}) has no content", param=f"messages[{i}].content")
+        message = {"role": "system" if m.role == "developer" else m.role, "content": m.text()}
+        if m.name is not None:
+            message["name"] = m.name
+        if m.tool_calls:
+            message["tool_calls"] = [c.model_dump() for c in m.tool_calls]
+        if m.tool_call_id is not None:
+            message["tool_call_id"] = m.tool_call_id
+        out.append(message)
+    return out
+
+
+def response_grammar(req: ChatCompletionRequest) -> Optional[Grammar]:
+    rf = req.response_format
+    if rf is None or rf.type == "text":
+        return None
+    if rf.type == "json_object":
+        return Grammar.json()
+    if rf.json_schema is None or rf.json_schema.schema_ is None:
+        raise APIError(400, "response_format json_schema needs json_schema.schema", param="response_format.json_schema")
+    try:
+        return Grammar.json_schema(rf.json_schema.schema_)
+    except GrammarError as e:
+        raise APIError(400, f"response_format json_schema: {e}", param="response_format.json_schema.schema") from None
+
+
+def chat_plan(req: ChatCompletionRequest, model: Model, config: ServerConfig, prompt_text: str,
+              grammar: Optional[Grammar]) -> Plan:
+    check_unsupported(req)
+    ids = model.tokenizer.encode(prompt_text, add_special=False, parse_special=True)
+    requested = req.max_completion_tokens if req.max_completion_tokens is not None else req.max_tokens
+    param = "max_completion_tokens" if req.max_completion_tokens is not None else "max_tokens"
+    max_tokens = max_tokens_for(req, requested, config.default_max_tokens, len(ids), model, config, param)
+    if req.top_logprobs is not None and not req.logprobs:
+        raise APIError(400, "top_logprobs needs logprobs: true", param="top_logprobs")
+    logprobs = (req.top_logprobs or 0) if req.logprobs else None
+    return Plan([ids], sampling_params(req, max_tokens, grammar), n=req.n, default_max_tokens=max_tokens,
+                logprobs=logprobs)
+
+
+# --- completions ----------------------------------------------------------------------------
+
+def completion_prompts(req: CompletionRequest, model: Model) -> list[list[int]]:
+    p = req.prompt
+    if isinstance(p, str):
+        prompts = [p]
+    elif p and all(isinstance(x, int) for x in p):
+        prompts = [list(p)]
+    else:
+        prompts = list(p)
+    if not prompts:
+        raise APIError(400, "prompt is empty", param="prompt")
+    vocab = model.config["vocab_size"]
+    out = []
+    for i, one in enumerate(prompts):
+        if isinstance(one, str):
+            ids = model.tokenizer.encode(one, add_special=True, parse_special=True)
+        else:
+            ids = list(one)
+            bad = [t for t in ids if not 0 <= t < vocab]
+            if bad:
+                raise APIError(400, f"prompt token {bad[0]} is outside the vocabulary [0, {vocab})", param="prompt")
+        if not ids:
+            raise APIError(400, "prompt is empty" + (f" (prompt[{i}])" if len(prompts) > 1 else ""), param="prompt")
+        out.append(ids)
+    return out
+
+
+def completion_plan(req: CompletionRequest, model: Model, config: ServerConfig) -> Plan:
+    check_unsupported(req)
+    if req.suffix is not None:
+        raise APIError(400, "suffix (insertion) is not supported", param="suffix")
+    if req.echo and req.logprobs is not None:
+        raise APIError(400, "echo with logprobs (the prompt's logprobs) is not supported", param="echo")
+    prompts = completion_prompts(req, model)
+    if len(prompts) * req.n > 64:
+        raise APIError(400, f"{len(prompts)} prompts x n={req.n} choices is more than 64", param="n")
+    longest = max(len(p) for p in prompts)
+    max_tokens = max_tokens_for(req, req.max_tokens, COMPLETIONS_MAX_TOKENS, longest, model, config, "max_tokens")
+    return Plan(prompts, sampling_params(req, max_tokens, None), n=req.n, default_max_tokens=max_tokens,
+                logprobs=req.logprobs)

@@ -875,3 +875,62 @@ def test_json_schema_corpus_on_cuda(pair):
             failures += [(entry["name"], m, text) for m in unexplained_errors(entry["schema"], json.loads(text))]
     assert not failures, failures[:5]
     assert completed >= len(corpus) // 4, completed
+
+
+# ------------------------------------------------------------------ akunu serve on CUDA
+
+
+@pytest.fixture(scope="module")
+def cuda_server(gguf_dir):
+    """`akunu serve` over a random-weight Llama-3-vocabulary model on CUDA, and the same file
+    loaded on CUDA through the Python API (the reference for the server's replies)."""
+    from akunu.server import ModelSpec, ServerConfig
+    from server_harness import running_server
+
+    path = gw.build_gguf(SPECS["q4_0_untied_llama3"], gguf_dir)[0]
+    with running_server(ServerConfig(models=[ModelSpec("tiny", str(path), backend="cuda")])) as server:
+        yield server, akunu.Model(str(path), backend="cuda")
+
+
+def test_server_replies_equal_the_python_api_on_cuda(cuda_server):
+    server, ref = cuda_server
+    client = server.openai()
+    messages = [{"role": "user", "content": PROMPTS[0]}]
+    r = client.chat.completions.create(model="tiny", messages=messages, max_tokens=24, temperature=0)
+    ids = ref.tokenizer.encode(ref.format_chat(messages), add_special=False, parse_special=True)
+    assert r.choices[0].message.content == ref.chat(messages, max_tokens=24)
+    assert r.usage.prompt_tokens == len(ids)
+    assert r.usage.completion_tokens == len(ref.generate_tokens(ids, max_tokens=24))
+    chunks = client.chat.completions.create(model="tiny", messages=messages, max_tokens=24, temperature=0, stream=True)
+    assert "".join(c.choices[0].delta.content or "" for c in chunks) == r.choices[0].message.content
+    c = client.completions.create(model="tiny", prompt=PROMPTS[1], max_tokens=16, temperature=0.8, seed=5)
+    assert c.choices[0].text == ref.generate(PROMPTS[1], max_tokens=16, temperature=0.8, seed=5)
+
+
+def test_server_structured_output_on_cuda(cuda_server):
+    import json
+
+    import jsonschema
+
+    from test_grammar import PERSON
+
+    server, _ = cuda_server
+    r = server.openai().chat.completions.create(
+        model="tiny", messages=[{"role": "user", "content": "A person"}], max_tokens=400, temperature=1.0, seed=2,
+        response_format={"type": "json_schema", "json_schema": {"name": "person", "schema": PERSON}})
+    assert r.choices[0].finish_reason == "stop"
+    jsonschema.validate(json.loads(r.choices[0].message.content), PERSON)
+
+
+def test_server_errors_on_cuda(cuda_server):
+    import openai
+
+    server, ref = cuda_server
+    client = server.openai()
+    too_long = [{"role": "user", "content": "word " * (ref.context_length + 10)}]
+    for kwargs, status in [(dict(model="nope"), 404), (dict(model="tiny", temperature=-1), 400),
+                           (dict(model="tiny", messages=too_long), 400)]:
+        with pytest.raises(openai.APIStatusError) as info:
+            client.chat.completions.create(**{"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4,
+                                              **kwargs})
+        assert info.value.status_code == status

@@ -230,7 +230,11 @@ def test_bad_messages_and_schemas(smollm2):
     with pytest.raises(GrammarError, match=r"tools\[0\].function.parameters.*nullable"):
         prepare_tools(smollm2, QUESTION, [{"type": "function", "function": {"name": "f", "parameters": {
             "type": "object", "properties": {"x": {"type": "string", "nullable": True}}}}}])
-    assert prepare_tools(smollm2, QUESTION, [unique], "none").grammar is None  # nothing constrained, nothing checked
+    # nothing constrained, nothing checked: "none", and "auto" left unconstrained
+    assert prepare_tools(smollm2, QUESTION, [unique], "none").grammar is None
+    free = prepare_tools(smollm2, QUESTION, [unique], "auto", constrain_auto=False)
+    assert free.grammar is None and free.tool_choice == "auto"
+    assert free.parse('<tool_call>\n{"name": "tag", "arguments": {"tags": ["a"]}}\n</tool_call>').tool_calls
 
 
 # --- formats and rendering -------------------------------------------------------------------------
@@ -384,7 +388,7 @@ def test_hermes_grammars(smollm2_grammars):
     named = grammar_of(HERMES, parallel=False, names=["add"])
     assert accepts(g, named, [block(ADD_CALL)]) and not accepts(g, named, [block(WEATHER_CALL)])
     auto = grammar_of(HERMES, required=False)
-    assert accepts(g, auto, ["Paris is sunny, no tool needed."])
+    assert accepts(g, auto, ["Paris is sunny, no tool needed."]) and accepts(g, auto, [block(ADD_CALL)])
     assert accepts(g, auto, ["Let me look.\n" + block(WEATHER_CALL)])
     assert accepts(g, auto, ["A " + block(WEATHER_CALL) + "\nand " + block(ADD_CALL)])
     assert not accepts(g, auto, ['Let me look.<tool_call>\n{"name": "nope"'])  # once opened, a call is forced

@@ -179,12 +179,18 @@ class ToolSession:
         return [t["function"]["name"] for t in self.tools]
 
 
-def prepare_tools(model, messages, tools=None, tool_choice=None, *, parallel_tool_calls: bool = True) -> ToolSession:
+def prepare_tools(model, messages, tools=None, tool_choice=None, *, parallel_tool_calls: bool = True,
+                  constrain_auto: bool = True) -> ToolSession:
     """A ToolSession for `messages` (OpenAI chat messages, tool calls and results included) with
     `tools` and `tool_choice` as OpenAI defines them. ValueError names a malformed field;
-    akunu.GrammarError a parameters schema the grammar engine refuses."""
-    if not isinstance(parallel_tool_calls, bool):
-        raise ValueError(f"parallel_tool_calls must be true or false, got {parallel_tool_calls!r}")
+    akunu.GrammarError a parameters schema the grammar engine refuses.
+
+    constrain_auto=False: tool_choice "auto" generates freely and only parses (no grammar). The
+    grammar costs little per token, but constrained decoding runs one token per step where free
+    text chains many (docs/adr/0017-constrained-decoding-session.md), which counts on CUDA."""
+    for name, flag in (("parallel_tool_calls", parallel_tool_calls), ("constrain_auto", constrain_auto)):
+        if not isinstance(flag, bool):
+            raise ValueError(f"{name} must be true or false, got {flag!r}")
     tools = validate_tools(tools)
     mode, function = validate_tool_choice(tool_choice, tools)
     messages = normalize_messages(messages)
@@ -196,7 +202,7 @@ def prepare_tools(model, messages, tools=None, tool_choice=None, *, parallel_too
         prompt = model.format_chat(injected_messages(fmt, messages, shown, _template_has_system_role(model)))
     ids = model.tokenizer.encode(prompt, add_special=False, parse_special=True)
     grammar = None
-    if mode != "none":
+    if mode != "none" and (constrain_auto or mode != "auto"):
         # every tool's schema is checked, also those a named tool_choice leaves out of the grammar
         schemas = [(t["function"]["name"],
                     arguments_schema(t["function"]["parameters"], f"tools[{i}].function.parameters"))
@@ -208,12 +214,13 @@ def prepare_tools(model, messages, tools=None, tool_choice=None, *, parallel_too
 
 
 def chat_with_tools(model, messages, tools=None, tool_choice=None, *, parallel_tool_calls: bool = True,
-                    **settings) -> dict:
+                    constrain_auto: bool = True, **settings) -> dict:
     """Generate one reply with tools: {"message": the OpenAI assistant message, "finish_reason"}.
     `settings` are Model.generate's (max_tokens defaults to 256, as chat's)."""
     if "grammar" in settings:
         raise ValueError("chat_with_tools makes its own grammar from the tools; grammar= cannot be given")
-    session = prepare_tools(model, messages, tools, tool_choice, parallel_tool_calls=parallel_tool_calls)
+    session = prepare_tools(model, messages, tools, tool_choice, parallel_tool_calls=parallel_tool_calls,
+                            constrain_auto=constrain_auto)
     settings.setdefault("max_tokens", 256)
     text = model.generate(session.prompt_ids, grammar=session.grammar, **settings)
     reply = session.parse(text)

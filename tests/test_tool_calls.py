@@ -327,6 +327,10 @@ def test_tools_in_a_template_without_tool_support(smollm2):
                             {"role": "user", "content": "And tomorrow?"}]
     assert ("<|im_start|>user\n<tool_response>\n22 C and sunny\n</tool_response>\n<tool_response>\nhumid\n"
             "</tool_response>\n\nAnd tomorrow?<|im_end|>") in prepare_tools(smollm2, two, TOOLS).prompt
+    # a client's own consecutive user messages stay two turns
+    assert prepare_tools(smollm2, QUESTION + [{"role": "user", "content": "Hello?"}], TOOLS).prompt.endswith(
+        "<|im_start|>user\nWhat is the weather in Paris?<|im_end|>\n<|im_start|>user\nHello?<|im_end|>\n"
+        "<|im_start|>assistant\n")
 
 
 def test_template_without_system_role(with_template):

@@ -148,7 +148,8 @@ def _template_has_system_role(model) -> bool:
 @dataclass
 class ToolSession:
     """One chat request with tools, ready to generate: feed prompt_ids with grammar (None for
-    tool_choice "none") to Model.generate / stream, then parse() the text.
+    tool_choice "none", or "auto" with constrain_auto=False) to Model.generate / stream, then
+    parse() the text (or feed a stream_parser() the pieces).
 
     - format: the tool-call format; native: whether the template rendered the tools itself.
     - tool_choice: "auto", "none", "required" or "function" (then `function` names it).

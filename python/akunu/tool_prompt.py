@@ -124,7 +124,7 @@ def injected_messages(fmt: ToolFormat, messages: list[dict], tools: list[dict] |
         m = {k: v for k, v in m.items() if k != "tool_calls"}
         if calls:
             m["content"] = (m["content"] + "\n" if m["content"] else "") + fmt.render_calls(calls)
-        if m["role"] == "user" and out and out[-1]["role"] == "user":  # results then a question: one turn
+        if m["role"] == "user" and out and out[-1].get("_results"):  # results then a question: one turn
             out[-1] = {"role": "user", "content": out[-1]["content"] + "\n\n" + m["content"]}
             continue
         out.append(m)

@@ -348,17 +348,19 @@ def test_hugging_face_tojson():
 
 # --- grammars --------------------------------------------------------------------------------------
 
-def accepts(compiler: GrammarCompiler, grammar, pieces) -> bool:
-    """Whether the grammar's matcher takes `pieces` (text, tokenized plainly, or token ids) to an
-    accepting state."""
-    matcher = compiler.matcher(grammar)
-    tok = compiler._tokenizer
-    for piece in pieces:
-        ids = [piece] if isinstance(piece, int) else tok.encode(piece, add_special=False, parse_special=False)
-        for i in ids:
-            if not matcher.consume_token(i):
+def acceptor(compiler: GrammarCompiler, tok):
+    """accepts(grammar, pieces): whether the grammar's matcher takes `pieces` (text, tokenized
+    plainly, or token ids) to an accepting state."""
+
+    def accepts(grammar, pieces) -> bool:
+        matcher = compiler.matcher(grammar)
+        for piece in pieces:
+            ids = [piece] if isinstance(piece, int) else tok.encode(piece, add_special=False, parse_special=False)
+            if not all(matcher.consume_token(i) for i in ids):
                 return False
-    return matcher.is_accepting()
+        return matcher.is_accepting()
+
+    return accepts
 
 
 def grammar_of(fmt, required=True, parallel=True, names=NAMES, special=None):
@@ -368,52 +370,50 @@ def grammar_of(fmt, required=True, parallel=True, names=NAMES, special=None):
 
 
 @pytest.fixture(scope="module")
-def smollm2_grammars(smollm2):
-    return smollm2._grammars
+def accepts(smollm2):
+    return acceptor(smollm2._grammars, smollm2.tokenizer)
 
 
 WEATHER_CALL = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
 ADD_CALL = '{"name": "add", "arguments": {"a": 1, "b": 2}}'
 
 
-def test_hermes_grammars(smollm2_grammars):
-    g = smollm2_grammars
+def test_hermes_grammars(accepts):
     block = lambda call: f"<tool_call>\n{call}\n</tool_call>"  # noqa: E731
     required = grammar_of(HERMES)
-    assert accepts(g, required, [block(WEATHER_CALL)])
-    assert accepts(g, required, [block(WEATHER_CALL) + "\n" + block(ADD_CALL)])
-    assert not accepts(g, required, ["Sure. " + block(WEATHER_CALL)])  # calls only
-    assert not accepts(g, required, [block('{"name": "nope", "arguments": {}}')])
-    assert not accepts(g, required, [block('{"name": "add", "arguments": {"a": "1", "b": 2}}')])
-    assert not accepts(g, required, [block('{"name": "add", "arguments": {"a": 1}}')])  # b is required
-    assert not accepts(g, required, [block('{"name": "get_weather", "arguments": {"city": "Paris", "x": 1}}')])
+    assert accepts(required, [block(WEATHER_CALL)])
+    assert accepts(required, [block(WEATHER_CALL) + "\n" + block(ADD_CALL)])
+    assert not accepts(required, ["Sure. " + block(WEATHER_CALL)])  # calls only
+    assert not accepts(required, [block('{"name": "nope", "arguments": {}}')])
+    assert not accepts(required, [block('{"name": "add", "arguments": {"a": "1", "b": 2}}')])
+    assert not accepts(required, [block('{"name": "add", "arguments": {"a": 1}}')])  # b is required
+    assert not accepts(required, [block('{"name": "get_weather", "arguments": {"city": "Paris", "x": 1}}')])
     single = grammar_of(HERMES, parallel=False)
-    assert accepts(g, single, [block(ADD_CALL)]) and not accepts(g, single, [block(ADD_CALL) + "\n" + block(ADD_CALL)])
+    assert accepts(single, [block(ADD_CALL)]) and not accepts(single, [block(ADD_CALL) + "\n" + block(ADD_CALL)])
     named = grammar_of(HERMES, parallel=False, names=["add"])
-    assert accepts(g, named, [block(ADD_CALL)]) and not accepts(g, named, [block(WEATHER_CALL)])
+    assert accepts(named, [block(ADD_CALL)]) and not accepts(named, [block(WEATHER_CALL)])
     auto = grammar_of(HERMES, required=False)
-    assert accepts(g, auto, ["Paris is sunny, no tool needed."]) and accepts(g, auto, [block(ADD_CALL)])
-    assert accepts(g, auto, ["Let me look.\n" + block(WEATHER_CALL)])
-    assert accepts(g, auto, ["A " + block(WEATHER_CALL) + "\nand " + block(ADD_CALL)])
-    assert not accepts(g, auto, ['Let me look.<tool_call>\n{"name": "nope"'])  # once opened, a call is forced
-    assert not accepts(g, auto, ["Let me look.<tool_call>\nI changed my mind"])
+    assert accepts(auto, ["Paris is sunny, no tool needed."]) and accepts(auto, [block(ADD_CALL)])
+    assert accepts(auto, ["Let me look.\n" + block(WEATHER_CALL)])
+    assert accepts(auto, ["A " + block(WEATHER_CALL) + "\nand " + block(ADD_CALL)])
+    assert not accepts(auto, ['Let me look.<tool_call>\n{"name": "nope"'])  # once opened, a call is forced
+    assert not accepts(auto, ["Let me look.<tool_call>\nI changed my mind"])
 
 
-def test_llama3_and_mistral_grammars(smollm2_grammars):
-    g = smollm2_grammars
+def test_llama3_and_mistral_grammars(accepts):
     llama_call = '{"name": "get_weather", "parameters": {"city": "Paris"}}'
-    assert accepts(g, grammar_of(LLAMA3), [llama_call])
-    assert not accepts(g, grammar_of(LLAMA3), ['{"name": "get_weather", "arguments": {"city": "Paris"}}'])
+    assert accepts(grammar_of(LLAMA3), [llama_call])
+    assert not accepts(grammar_of(LLAMA3), ['{"name": "get_weather", "arguments": {"city": "Paris"}}'])
     auto = grammar_of(LLAMA3, required=False)
-    assert accepts(g, auto, ["It is sunny in Paris."]) and accepts(g, auto, ["\n" + llama_call])
-    assert not accepts(g, auto, ['{"name": "nope", "parameters": {}}'])
+    assert accepts(auto, ["It is sunny in Paris."]) and accepts(auto, ["\n" + llama_call])
+    assert not accepts(auto, ['{"name": "nope", "parameters": {}}'])
     lists = f"[TOOL_CALLS][{WEATHER_CALL}, {ADD_CALL}]"
-    assert accepts(g, grammar_of(MISTRAL), [lists])
-    assert not accepts(g, grammar_of(MISTRAL, parallel=False), [lists])
-    assert accepts(g, grammar_of(MISTRAL, required=False), ["Sure. " + lists])
+    assert accepts(grammar_of(MISTRAL), [lists])
+    assert not accepts(grammar_of(MISTRAL, parallel=False), [lists])
+    assert accepts(grammar_of(MISTRAL, required=False), ["Sure. " + lists])
     v11 = '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}[TOOL_CALLS]add[ARGS]{"a": 1, "b": 2}'
-    assert accepts(g, grammar_of(MISTRAL_V11), [v11])
-    assert not accepts(g, grammar_of(MISTRAL_V11), ['[TOOL_CALLS]add[ARGS]{"a": 1}'])
+    assert accepts(grammar_of(MISTRAL_V11), [v11])
+    assert not accepts(grammar_of(MISTRAL_V11), ['[TOOL_CALLS]add[ARGS]{"a": 1}'])
 
 
 def test_control_token_markers():
@@ -422,21 +422,21 @@ def test_control_token_markers():
     from paths import tokenizer_testdata
 
     tok = akunu.Tokenizer.from_file(str(tokenizer_testdata() / "ggml-vocab-llama-bpe.gguf"))
-    g = GrammarCompiler(tok, tok.vocab_size)
+    accepts = acceptor(GrammarCompiler(tok, tok.vocab_size), tok)
     calls, args = 128010, 128011
     assert tok.is_control(calls) and tok.is_control(args)
     special = {"[TOOL_CALLS]": calls, "[ARGS]": args}
     auto = grammar_of(MISTRAL, required=False, special=special)
-    assert accepts(g, auto, ["Sure. ", calls, f"[{ADD_CALL}]"])
-    assert accepts(g, auto, ["Sure. [TOOL_CALLS]", '[{"name": "nope"}]'])  # as text it opens nothing
-    assert not accepts(g, auto, ["Sure. ", calls, '[{"name": "nope"'])
-    assert accepts(g, auto, ["No call here."])
+    assert accepts(auto, ["Sure. ", calls, f"[{ADD_CALL}]"])
+    assert accepts(auto, ["Sure. [TOOL_CALLS]", '[{"name": "nope"}]'])  # as text it opens nothing
+    assert not accepts(auto, ["Sure. ", calls, '[{"name": "nope"'])
+    assert accepts(auto, ["No call here."])
     llama = grammar_of(LLAMA3, required=False, special={"<|python_tag|>": calls})
-    assert accepts(g, llama, [calls, '{"name": "add", "parameters": {"a": 1, "b": 2}}'])
-    assert not accepts(g, llama, [calls, "Some text"])
+    assert accepts(llama, [calls, '{"name": "add", "parameters": {"a": 1, "b": 2}}'])
+    assert not accepts(llama, [calls, "Some text"])
     v11 = grammar_of(MISTRAL_V11, special=special)
-    assert accepts(g, v11, [calls, "add", args, '{"a": 1, "b": 2}'])
-    assert not accepts(g, v11, [calls, 'add[ARGS]{"a": 1, "b": 2}'])
+    assert accepts(v11, [calls, "add", args, '{"a": 1, "b": 2}'])
+    assert not accepts(v11, [calls, 'add[ARGS]{"a": 1, "b": 2}'])
 
 
 # --- end to end on SmolLM2 -----------------------------------------------------------------------------

@@ -106,6 +106,8 @@ def test_hermes_unclosed_last_call_and_plain_text():
     # generation can stop at the end-of-turn token before </tool_call>
     reply = parse_tool_calls('<tool_call>\n{"name": "add", "arguments": {"a": 1, "b": 2}}', HERMES, NAMES)
     assert reply.content == "" and calls_of(reply) == [("add", {"a": 1, "b": 2})]
+    cut = parse_tool_calls('<tool_call>\n{"name": "add", "arguments": {"a": 1, "b": 2}}\n</tool', HERMES, NAMES)
+    assert cut.content == "" and calls_of(cut) == [("add", {"a": 1, "b": 2})]
     assert parse_tool_calls("  Hello there.\n", HERMES, NAMES) == ("  Hello there.\n", [])
     # arguments written as a JSON string are read too
     reply = parse_tool_calls('<tool_call>{"name": "add", "arguments": "{\\"a\\": 1, \\"b\\": 2}"}</tool_call>',
@@ -398,6 +400,23 @@ def test_hermes_grammars(accepts):
     assert accepts(auto, ["A " + block(WEATHER_CALL) + "\nand " + block(ADD_CALL)])
     assert not accepts(auto, ['Let me look.<tool_call>\n{"name": "nope"'])  # once opened, a call is forced
     assert not accepts(auto, ["Let me look.<tool_call>\nI changed my mind"])
+
+
+def test_arguments_schema_closes_objects():
+    params = {"type": "object", "properties": {"a": {"$ref": "#/$defs/A"}, "tags": {"type": "array", "items": {
+        "type": "object", "properties": {"k": {"type": "string"}}}}},
+        "$defs": {"A": {"type": "object", "properties": {"x": {"type": "string"}}}}}
+    before = json.dumps(params)
+    out = arguments_schema(params, "p")
+    assert json.dumps(params) == before  # a copy
+    assert out["additionalProperties"] is False and out["$defs"]["A"]["additionalProperties"] is False
+    assert out["properties"]["tags"]["items"]["additionalProperties"] is False
+    assert out["x-guidance"] == {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
+    # what the schema says is kept; objects an allOf merges stay open (closing one would refuse the other's keys)
+    typed = {"type": "object", "properties": {}, "additionalProperties": {"type": "integer"}}
+    assert arguments_schema(typed, "p")["additionalProperties"] == {"type": "integer"}
+    merged = {"allOf": [{"type": "object", "properties": {"a": {}}}, {"type": "object", "properties": {"b": {}}}]}
+    assert "additionalProperties" not in json.dumps(arguments_schema(merged, "p"))
 
 
 def test_llama3_and_mistral_grammars(accepts):

@@ -134,6 +134,9 @@ class HermesFormat(ToolFormat):
         found = []
         for m in self._BLOCK.finditer(text):
             inner = m.group(1).strip()
+            if not m.group(0).endswith(self.close):  # cut off (max_tokens): a partial "</tool_call>" may end it
+                inner = next((inner[:-k].rstrip() for k in range(len(self.close) - 1, 0, -1)
+                              if inner.endswith(self.close[:k])), inner)
             obj, end = _decode_at(inner, 0)
             call = accept(obj) if obj is not None and end == len(inner) else None
             if call:

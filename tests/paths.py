@@ -135,6 +135,34 @@ def llama_cpp_grammars() -> Path:
                           [f"{n}.gbnf" for n in LLAMA_CPP_GRAMMARS])
 
 
-if __name__ == "__main__":  # `python tests/paths.py`: fetch the llama.cpp vocab and grammar files (CI does this first)
+# Model vendors' chat templates collected by llama.cpp, vendor/llama.cpp/models/templates/*.jinja of the same
+# sdist: the tool-calling tests (tests/test_tool_calls.py) render conversations through these.
+LLAMA_CPP_TEMPLATES = ["Qwen-Qwen2.5-7B-Instruct", "Qwen-Qwen3-0.6B", "meta-llama-Llama-3.1-8B-Instruct",
+                       "meta-llama-Llama-3.2-3B-Instruct", "NousResearch-Hermes-3-Llama-3.1-8B-tool_use",
+                       "mistralai-Mistral-Nemo-Instruct-2407", "Mistral-Small-3.2-24B-Instruct-2506",
+                       "google-gemma-2-2b-it"]
+LLAMA_CPP_TEMPLATE_CACHE = REPO / ".cache" / f"llama-cpp-python-{LLAMA_CPP_PYTHON_VERSION}-templates"
+
+
+def _has_all_templates(d: Path) -> bool:
+    return all((d / f"{n}.jinja").is_file() for n in LLAMA_CPP_TEMPLATES)
+
+
+def fetch_llama_cpp_templates(dest: Path = LLAMA_CPP_TEMPLATE_CACHE) -> Path:
+    """The sdist's vendor/llama.cpp/models/templates/*.jinja files in `dest` (git-ignored .cache/ by default)."""
+    return fetch_llama_cpp_python_files("models/templates", "", ".jinja", dest)
+
+
+def llama_cpp_templates() -> Path:
+    """The folder holding llama.cpp's models/templates/*.jinja (all of LLAMA_CPP_TEMPLATES): $AKUNU_LLAMA_CPP_TEMPLATES,
+    else shared/testdata/llama.cpp-templates beside the checkout, else .cache/ in the checkout, fetched there with
+    pip on first use. A missing file is an error (never a skip)."""
+    return _find_or_fetch("llama.cpp chat templates", "AKUNU_LLAMA_CPP_TEMPLATES", "llama.cpp-templates",
+                          LLAMA_CPP_TEMPLATE_CACHE, _has_all_templates, fetch_llama_cpp_templates,
+                          [f"{n}.jinja" for n in LLAMA_CPP_TEMPLATES])
+
+
+if __name__ == "__main__":  # `python tests/paths.py`: fetch the llama.cpp vocab, grammar and template files (CI does this first)
     print(llama_cpp_vocabs())
     print(llama_cpp_grammars())
+    print(llama_cpp_templates())

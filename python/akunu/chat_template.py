@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import datetime
+import json
 from functools import lru_cache
 
 import jinja2
+import jinja2.meta
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 def _raise_exception(message):
@@ -16,13 +18,34 @@ def _strftime_now(fmt):
     return datetime.datetime.now().strftime(fmt)
 
 
-@lru_cache(maxsize=16)
-def _compile(template: str):
+def _tojson(value, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
+    # Hugging Face's tojson, not Jinja's: keys in their order and <, >, & as they are (Jinja's sorts
+    # keys and escapes them for HTML), so tool schemas and call arguments read as the model was trained.
+    return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+
+
+def _environment():
     # Sandboxed like Hugging Face's apply_chat_template: templates come from downloaded files.
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
     env.globals["raise_exception"] = _raise_exception
     env.globals["strftime_now"] = _strftime_now
-    return env.from_string(template)
+    env.filters["tojson"] = _tojson
+    return env
+
+
+@lru_cache(maxsize=16)
+def _compile(template: str):
+    return _environment().from_string(template)
+
+
+@lru_cache(maxsize=16)
+def template_variables(template: str) -> frozenset:
+    """The variables `template` reads from its caller (messages, add_generation_prompt, tools, ...):
+    a template that reads `tools` renders tool definitions itself."""
+    try:
+        return frozenset(jinja2.meta.find_undeclared_variables(_environment().parse(template)))
+    except jinja2.exceptions.TemplateError as e:
+        raise ValueError(f"the model's chat template failed: {e}") from e
 
 
 def validate_messages(messages) -> list[dict]:
@@ -40,15 +63,20 @@ def validate_messages(messages) -> list[dict]:
     return out
 
 
-def render_chat(template: str, messages, bos_token: str, eos_token: str, add_generation_prompt: bool = True) -> str:
+def render_chat(template: str, messages, bos_token: str, eos_token: str, add_generation_prompt: bool = True,
+                tools: list[dict] | None = None) -> str:
     """The prompt text for `messages` in the format of `template` (see chat_templates.py for the
-    built-in ones a model without a template gets)."""
+    built-in ones a model without a template gets). `tools` (OpenAI function definitions) is passed
+    to the template as its `tools` variable, for templates that describe tools themselves
+    (akunu.tool_calls decides); without it the variable is left undefined, as templates expect."""
+    extra = {} if tools is None else {"tools": tools}
     try:
         return _compile(template).render(
             messages=validate_messages(messages),
             add_generation_prompt=add_generation_prompt,
             bos_token=bos_token,
             eos_token=eos_token,
+            **extra,
         )
     except jinja2.exceptions.TemplateError as e:
         raise ValueError(f"the model's chat template failed: {e}") from e

@@ -221,17 +221,20 @@ class Model:
         ids = self.tokenizer.encode(self.format_chat(messages), add_special=False, parse_special=True)
         return self.stream(ids, params) if stream else self.generate(ids, params)
 
-    def format_chat(self, messages: Sequence[dict], add_generation_prompt: bool = True) -> str:
-        """The prompt text that chat() feeds the model for `messages`."""
+    def format_chat(self, messages: Sequence[dict], add_generation_prompt: bool = True,
+                    tools: list[dict] | None = None) -> str:
+        """The prompt text that chat() feeds the model for `messages`. `tools` goes to the template
+        as its `tools` variable (akunu.tool_calls uses it for templates that render tools)."""
         tok = self.tokenizer
         bos = tok.token_text(tok.bos_id) if tok.bos_id >= 0 else ""
         eos = tok.token_text(tok.eos_id) if tok.eos_id >= 0 else ""
         fmt = self.chat_format
         if fmt in ("override", "model"):
-            return render_chat(self.chat_template, messages, bos, eos, add_generation_prompt)
+            return render_chat(self.chat_template, messages, bos, eos, add_generation_prompt, tools)
         # The built-in templates begin with bos_token: BOS only where the tokenizer adds one, as
         # llama.cpp's tokenization of its formatted chat does.
-        return render_chat(FAMILY_TEMPLATES[fmt], messages, bos if tok.add_bos else "", eos, add_generation_prompt)
+        return render_chat(FAMILY_TEMPLATES[fmt], messages, bos if tok.add_bos else "", eos, add_generation_prompt,
+                           tools)
 
     # --- helpers -------------------------------------------------------------------------
 

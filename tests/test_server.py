@@ -194,6 +194,77 @@ def test_response_format_streams_valid_json(client):
     jsonschema.validate(json.loads("".join(c.choices[0].delta.content or "" for c in chunks if c.choices)), schema)
 
 
+# --- tools ------------------------------------------------------------------------------------
+
+WEATHER = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 30},
+                                            "unit": {"enum": ["celsius", "fahrenheit"]}},
+           "required": ["city", "unit"]}
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "The weather in a city",
+                                           "parameters": WEATHER}},
+         {"type": "function", "function": {"name": "get_time", "description": "The time in a city",
+                                           "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                                                          "required": ["city"]}}}]
+ASK = [{"role": "user", "content": "What is the weather in Paris?"}]
+
+
+def test_tool_round_trip(client):
+    first = client.chat.completions.create(model="smollm2", messages=ASK, tools=TOOLS, tool_choice="required",
+                                           parallel_tool_calls=False, max_tokens=80, temperature=0)
+    choice = first.choices[0]
+    assert choice.finish_reason == "tool_calls" and len(choice.message.tool_calls) == 1
+    call = choice.message.tool_calls[0]
+    assert call.type == "function" and call.id.startswith("call_") and call.function.name in ("get_weather", "get_time")
+    schema = next(t["function"]["parameters"] for t in TOOLS if t["function"]["name"] == call.function.name)
+    jsonschema.validate(json.loads(call.function.arguments), schema)
+    history = ASK + [choice.message.model_dump(exclude_none=True),
+                     {"role": "tool", "tool_call_id": call.id, "content": json.dumps({"temperature": 18})}]
+    final = client.chat.completions.create(model="smollm2", messages=history, tools=TOOLS, tool_choice="none",
+                                           max_tokens=40, temperature=0)
+    assert final.choices[0].message.content and not final.choices[0].message.tool_calls
+    assert final.choices[0].finish_reason in ("stop", "length")
+    alone = client.chat.completions.create(model="smollm2", messages=ASK, tools=TOOLS, tool_choice="none", max_tokens=1)
+    assert final.usage.prompt_tokens > alone.usage.prompt_tokens + 10  # the call and its result are in the prompt
+
+
+def test_named_tool_choice_and_streamed_calls(client):
+    named = {"type": "function", "function": {"name": "get_time"}}
+    r = client.chat.completions.create(model="smollm2", messages=ASK, tools=TOOLS, tool_choice=named, max_tokens=60,
+                                       temperature=0)
+    [call] = r.choices[0].message.tool_calls
+    assert call.function.name == "get_time" and "city" in json.loads(call.function.arguments)
+    chunks = list(client.chat.completions.create(model="smollm2", messages=ASK, tools=TOOLS, tool_choice=named,
+                                                 max_tokens=60, temperature=0, stream=True))
+    calls = [tc for c in chunks for tc in (c.choices[0].delta.tool_calls or [])]
+    assert [(c.function.name, c.function.arguments) for c in calls] == [(call.function.name, call.function.arguments)]
+    assert chunks[-1].choices[0].finish_reason == "tool_calls"
+    assert not "".join(c.choices[0].delta.content or "" for c in chunks).strip()  # the call is not content
+
+
+def test_tool_choice_auto_and_none_answer_in_text(client):
+    for choice in ("auto", "none"):
+        r = client.chat.completions.create(model="smollm2", messages=QUESTION, tools=TOOLS, tool_choice=choice,
+                                           max_tokens=30, temperature=0)
+        message = r.choices[0].message
+        if message.tool_calls:  # auto may call; whatever it calls must be well formed
+            assert choice == "auto" and r.choices[0].finish_reason == "tool_calls"
+            for call in message.tool_calls:
+                json.loads(call.function.arguments)
+        else:
+            assert message.content and r.choices[0].finish_reason in ("stop", "length")
+
+
+@pytest.mark.parametrize("kwargs,words", [
+    (dict(tool_choice="required"), "tool_choice"),
+    (dict(tools=TOOLS, tool_choice={"type": "function", "function": {"name": "nope"}}), "nope"),
+    (dict(tools=[{"type": "function", "function": {"name": "f", "parameters": {"type": "array"}}}]), "parameters"),
+    (dict(tools=[{"type": "function", "function": {"name": "bad name!"}}]), "name"),
+    (dict(tools=TOOLS, tool_choice="required", response_format={"type": "json_object"}), "response_format"),
+])
+def test_bad_tools_are_400(client, kwargs, words):
+    e = error_of(lambda: client.chat.completions.create(model="smollm2", messages=ASK, max_tokens=8, **kwargs))
+    assert e.status_code == 400 and words in e.body["message"], e.body
+
+
 # --- errors -------------------------------------------------------------------------------------
 
 def error_of(call) -> openai.APIStatusError:
@@ -244,10 +315,12 @@ def test_bad_messages_are_400(client):
 
 
 def test_text_content_parts_are_joined(client):
-    parts = [{"type": "text", "text": "What is the capital "}, {"type": "text", "text": "of France?"}]
+    parts = [{"type": "text", "text": "What is the capital"}, {"type": "text", "text": "of France?"}]
     a = client.chat.completions.create(model="smollm2", messages=[{"role": "user", "content": parts}], max_tokens=8,
                                        temperature=0)
-    b = client.chat.completions.create(model="smollm2", messages=QUESTION, max_tokens=8, temperature=0)
+    b = client.chat.completions.create(model="smollm2", messages=[{"role": "user", "content": "What is the capital\n"
+                                                                                               "of France?"}],
+                                       max_tokens=8, temperature=0)
     assert a.choices[0].message.content == b.choices[0].message.content
 
 

@@ -22,12 +22,13 @@ from .. import __version__
 from .._core import ContextOverflowError
 from ..grammar import GrammarError
 from ..model import Model
+from ..tool_calls import ToolSession
 from .config import ServerConfig
 from .errors import APIError, error_body, install_error_handlers
 from .generation import End, Plan, run_plan
 from .metrics import CONTENT_TYPE, ServerMetrics
 from .middleware import APIKeyCheck, BodyLimit, RequestLog
-from .plans import chat_messages, chat_plan, completion_plan, response_grammar
+from .plans import chat_messages, chat_plan, completion_plan, response_grammar, tool_session
 from .protocol import ChatCompletionRequest, CompletionRequest, DetokenizeRequest, TokenizeRequest
 from .registry import ModelRegistry
 from .responses import ChunkWriter, chat_logprobs, completion_logprobs, new_id, sse, usage
@@ -123,22 +124,32 @@ def create_app(config: ServerConfig, models: Optional[dict[str, Model]] = None) 
         worker = registry.resolve(body.model)
         model = await _loaded_model(worker)
 
-        def plan_it() -> Plan:
-            grammar = response_grammar(body)
+        def plan_it() -> tuple[Plan, Optional[ToolSession]]:
             messages = chat_messages(body)
-            return chat_plan(body, model, config, model.format_chat(messages), grammar)
+            tools = tool_session(body, model, messages)
+            grammar = tools.grammar if tools is not None else None
+            if grammar is None:
+                grammar = response_grammar(body)
+            prompt = tools.prompt if tools is not None else model.format_chat(messages)
+            return chat_plan(body, model, config, prompt, grammar), tools
 
-        plan = await run_in_threadpool(plan_it)
+        plan, tools = await run_in_threadpool(plan_it)
         job = _submit(worker, plan, metrics)
         route = "/v1/chat/completions"
         if body.stream:
             writer = ChunkWriter("chat.completion.chunk", worker.spec.name, fingerprint(worker),
                                  bool(body.stream_options and body.stream_options.include_usage))
-            return await _stream(request, job, plan, writer, _chat_stream_choice(model), worker, metrics, route)
+            return await _stream(request, job, plan, writer, ChatChoices(model, tools), worker, metrics, route)
         texts, logprobs, ends = await _collect(request, job, plan, worker, metrics, route)
-        choices = [{"index": i, "message": {"role": "assistant", "content": texts[i], "refusal": None},
-                    "logprobs": chat_logprobs(model.tokenizer, logprobs[i] if plan.logprobs is not None else None),
-                    "finish_reason": ends[i].finish_reason} for i in sorted(ends)]
+        choices = []
+        for i in sorted(ends):
+            message, finish = {"role": "assistant", "content": texts[i]}, ends[i].finish_reason
+            if tools is not None:
+                reply = tools.parse(texts[i])
+                message, finish = reply.message(), reply.finish_reason(finish)
+            choices.append({"index": i, "message": {**message, "refusal": None},
+                            "logprobs": chat_logprobs(model.tokenizer, logprobs[i]) if plan.logprobs is not None
+                            else None, "finish_reason": finish})
         return {"id": new_id("chatcmpl"), "object": "chat.completion", "created": int(time.time()),
                 "model": worker.spec.name, "system_fingerprint": fingerprint(worker), "choices": choices,
                 "usage": _usage(plan, ends)}
@@ -154,8 +165,8 @@ def create_app(config: ServerConfig, models: Optional[dict[str, Model]] = None) 
         if body.stream:
             writer = ChunkWriter("text_completion", worker.spec.name, fingerprint(worker),
                                  bool(body.stream_options and body.stream_options.include_usage))
-            return await _stream(request, job, plan, writer, _completion_stream_choice(model, echo, plan.n),
-                                 worker, metrics, route)
+            return await _stream(request, job, plan, writer, CompletionChoices(model, echo, plan.n), worker,
+                                 metrics, route)
         texts, logprobs, ends = await _collect(request, job, plan, worker, metrics, route)
         choices = []
         for i in sorted(ends):
@@ -283,11 +294,12 @@ async def _collect(request: Request, job: Job, plan: Plan, worker: ModelWorker, 
     return texts, logprobs, ends
 
 
-async def _stream(request: Request, job: Job, plan: Plan, writer: ChunkWriter, choice_chunk, worker: ModelWorker,
+async def _stream(request: Request, job: Job, plan: Plan, writer: ChunkWriter, choices, worker: ModelWorker,
                   metrics: ServerMetrics, route: str) -> Response:
-    """A streamed response. The first event is awaited before answering, so that an error before
-    any text (a prompt that does not fit, a grammar the engine rejects) is an HTTP error, not a
-    200 with an error event."""
+    """A streamed response; `choices` (ChatChoices, CompletionChoices) turns events into the
+    choices of chunks. The first event is awaited before answering, so that an error before any
+    text (a prompt that does not fit, a grammar the engine rejects) is an HTTP error, not a 200
+    with an error event."""
     events = _events(job)
     started = time.monotonic()
     try:
@@ -298,30 +310,29 @@ async def _stream(request: Request, job: Job, plan: Plan, writer: ChunkWriter, c
         job.cancel()
         raise
 
+    async def all_events():
+        if first is not None:
+            yield first
+            async for e in events:
+                yield e
+
     async def body():
         ends: dict[int, End] = {}
         opened = set()
         try:
-            pending = [first] if first is not None else []
-            if pending and pending[0][0] == "delta":
-                metrics.first_token.labels(worker.spec.name).observe(time.monotonic() - job.submitted_at)
-
-            async def all_events():
-                for e in pending:
-                    yield e
-                async for e in events:
-                    yield e
-
             async for kind, p in all_events():
-                index = p.index
-                if index not in opened:
-                    opened.add(index)
-                    yield writer.chunk([choice_chunk(index, None, None, opening=True)])
+                if not opened:
+                    metrics.first_token.labels(worker.spec.name).observe(time.monotonic() - job.submitted_at)
+                if p.index not in opened:
+                    opened.add(p.index)
+                    yield writer.chunk(choices.opening(p.index))
                 if kind == "delta":
-                    yield writer.chunk([choice_chunk(index, p, None)])
+                    parts = choices.delta(p)
                 else:
-                    ends[index] = p
-                    yield writer.chunk([choice_chunk(index, None, p.finish_reason)])
+                    ends[p.index] = p
+                    parts = choices.end(p)
+                for part in parts:
+                    yield writer.chunk([part])
             if writer.include_usage:
                 yield writer.chunk([], _usage(plan, ends))
             yield sse("[DONE]")
@@ -336,27 +347,58 @@ async def _stream(request: Request, job: Job, plan: Plan, writer: ChunkWriter, c
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
 
-def _chat_stream_choice(model: Model):
-    def choice(index: int, delta, finish: Optional[str], opening: bool = False) -> dict:
-        if opening:
-            return {"index": index, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
-                    "finish_reason": None}
-        if delta is None:
-            return {"index": index, "delta": {}, "logprobs": None, "finish_reason": finish}
-        return {"index": index, "delta": {"content": delta.text},
-                "logprobs": chat_logprobs(model.tokenizer, delta.logprobs), "finish_reason": None}
-    return choice
+class ChatChoices:
+    """chat.completion.chunk choices: the role first, content deltas, tool calls (parsed when the
+    reply is complete; the text that may be a call is held back meanwhile), the finish reason."""
+
+    def __init__(self, model: Model, tools: Optional[ToolSession]):
+        self.tokenizer, self.tools = model.tokenizer, tools
+        self.parsers = {}
+
+    def opening(self, index: int) -> list[dict]:
+        if self.tools is not None:
+            self.parsers[index] = self.tools.stream_parser()
+        return [{"index": index, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
+                 "finish_reason": None}]
+
+    def delta(self, d) -> list[dict]:
+        text = self.parsers[d.index].feed(d.text) if self.tools is not None else d.text
+        if not text and d.logprobs is None:
+            return []
+        return [{"index": d.index, "delta": {"content": text}, "logprobs": chat_logprobs(self.tokenizer, d.logprobs),
+                 "finish_reason": None}]
+
+    def end(self, e: End) -> list[dict]:
+        out, finish = [], e.finish_reason
+        if self.tools is not None:
+            reply = self.parsers.pop(e.index).finish()
+            finish = reply.finish_reason(finish)
+            if reply.content:
+                out.append({"index": e.index, "delta": {"content": reply.content}, "logprobs": None,
+                            "finish_reason": None})
+            if reply.tool_calls:
+                calls = [{"index": k, **c.to_dict()} for k, c in enumerate(reply.tool_calls)]
+                out.append({"index": e.index, "delta": {"tool_calls": calls}, "logprobs": None, "finish_reason": None})
+        out.append({"index": e.index, "delta": {}, "logprobs": None, "finish_reason": finish})
+        return out
 
 
-def _completion_stream_choice(model: Model, echo: Optional[list[str]], n: int):
-    def choice(index: int, delta, finish: Optional[str], opening: bool = False) -> dict:
-        if opening:
-            return {"index": index, "text": echo[index // n] if echo else "", "logprobs": None, "finish_reason": None}
-        if delta is None:
-            return {"index": index, "text": "", "logprobs": None, "finish_reason": finish}
-        return {"index": index, "text": delta.text,
-                "logprobs": completion_logprobs(model.tokenizer, delta.logprobs, 0), "finish_reason": None}
-    return choice
+class CompletionChoices:
+    """text_completion chunk choices (the echoed prompt first, with echo)."""
+
+    def __init__(self, model: Model, echo: Optional[list[str]], n: int):
+        self.tokenizer, self.echo, self.n = model.tokenizer, echo, n
+
+    def opening(self, index: int) -> list[dict]:
+        return [{"index": index, "text": self.echo[index // self.n] if self.echo else "", "logprobs": None,
+                 "finish_reason": None}]
+
+    def delta(self, d) -> list[dict]:
+        return [{"index": d.index, "text": d.text, "logprobs": completion_logprobs(self.tokenizer, d.logprobs, 0),
+                 "finish_reason": None}]
+
+    def end(self, e: End) -> list[dict]:
+        return [{"index": e.index, "text": "", "logprobs": None, "finish_reason": e.finish_reason}]
 
 
 async def _unload_idle_models(registry: ModelRegistry, idle_seconds: float) -> None:

@@ -9,6 +9,7 @@ from typing import Optional
 from ..grammar import Grammar, GrammarError
 from ..model import Model
 from ..sampling import SamplingParams
+from ..tool_calls import ToolSession, prepare_tools
 from .config import ServerConfig
 from .errors import APIError
 from .generation import Plan
@@ -81,6 +82,26 @@ def chat_messages(req: ChatCompletionRequest) -> list[dict]:
             message["tool_call_id"] = m.tool_call_id
         out.append(message)
     return out
+
+
+def tool_session(req: ChatCompletionRequest, model: Model, messages: list[dict]) -> Optional[ToolSession]:
+    """The request's tools prepared for the model (prompt, grammar, parser), or None without tools."""
+    if req.tools is None and req.tool_choice is None:
+        return None
+    tools = [t.model_dump(exclude_none=True) for t in req.tools or []]
+    choice = req.tool_choice.model_dump() if hasattr(req.tool_choice, "model_dump") else req.tool_choice
+    try:
+        session = prepare_tools(model, messages, tools, choice, parallel_tool_calls=req.parallel_tool_calls)
+    except GrammarError as e:
+        raise APIError(400, f"tools: {e}", param="tools") from None
+    except ValueError as e:
+        message = str(e)
+        param = message.split(" ", 1)[0] if message.startswith(("tools", "tool_choice", "messages")) else "tools"
+        raise APIError(400, message, param=param) from None
+    if session.grammar is not None and req.response_format is not None and req.response_format.type != "text":
+        raise APIError(400, "response_format cannot be combined with tools unless tool_choice is 'none'",
+                       param="response_format")
+    return session
 
 
 def response_grammar(req: ChatCompletionRequest) -> Optional[Grammar]:

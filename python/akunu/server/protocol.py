@@ -102,13 +102,13 @@ class ChatMessage(Strict):
     refusal: Optional[str] = None
 
     def text(self) -> str:
-        """The message's text: the string, or its text parts joined (other parts are refused
-        by check_content before this is called)."""
+        """The message's text: the string, or its text parts joined by newlines (as vLLM and
+        akunu.tool_calls join them; other parts are refused by plans.chat_messages)."""
         if self.content is None:
             return ""
         if isinstance(self.content, str):
             return self.content
-        return "".join(p.text for p in self.content)
+        return "\n".join(p.text for p in self.content)
 
 
 class FunctionDefinition(Strict):

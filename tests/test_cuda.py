@@ -922,6 +922,28 @@ def test_server_structured_output_on_cuda(cuda_server):
     jsonschema.validate(json.loads(r.choices[0].message.content), PERSON)
 
 
+def test_server_tool_round_trip_on_cuda(cuda_server):
+    import json
+
+    import jsonschema
+
+    from test_server import ASK, TOOLS
+
+    server, _ = cuda_server
+    client = server.openai()
+    first = client.chat.completions.create(model="tiny", messages=ASK, tools=TOOLS, tool_choice="required",
+                                           parallel_tool_calls=False, max_tokens=200, temperature=1.0, seed=4)
+    assert first.choices[0].finish_reason == "tool_calls"
+    [call] = first.choices[0].message.tool_calls
+    schema = next(t["function"]["parameters"] for t in TOOLS if t["function"]["name"] == call.function.name)
+    jsonschema.validate(json.loads(call.function.arguments), schema)
+    history = ASK + [first.choices[0].message.model_dump(exclude_none=True),
+                     {"role": "tool", "tool_call_id": call.id, "content": "18 degrees"}]
+    final = client.chat.completions.create(model="tiny", messages=history, tools=TOOLS, tool_choice="none",
+                                           max_tokens=16, temperature=0)
+    assert final.choices[0].message.content and final.usage.completion_tokens >= 1
+
+
 def test_server_errors_on_cuda(cuda_server):
     import openai
 

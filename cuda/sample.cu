@@ -1,6 +1,6 @@
 // The sampling command (core/sampling_rule.h; the CPU backend runs its host reference, which must
 // draw the same tokens). Two kernels:
-//   sample_cut_kernel   one block: repetition penalty (in place), the max logit, then the top-k
+//   sample_cut_kernel   one block: the penalties (in place), the max logit, then the top-k
 //                       and top-p thresholds (cut_by_value_bins; select_key, a radix selection
 //                       over the logits' order keys, when the boundary bin is crowded). Softmax
 //                       weights are summed in fixed point, so no sum depends on the order of the
@@ -127,7 +127,8 @@ __device__ __forceinline__ uint32_t value_bin(float l, float max_logit, float sc
     return (uint32_t)fminf((max_logit - l) * scale, (float)(kValueBins - 1));
 }
 
-// Shared memory of the cut kernel past the penalty (which uses it as its seen-bitmap first).
+// Shared memory of the cut kernel past the penalties (which use it for their seen-bitmap and a
+// tile of the window first).
 constexpr uint32_t kMaxBinTokens = 4096;
 struct CutSmem {
     uint32_t counts[kValueBins];
@@ -292,29 +293,48 @@ __device__ bool cut_by_value_bins(const float *x, uint32_t n, const SamplingRule
 __global__ void __launch_bounds__(kThreads)
     sample_cut_kernel(float *x, const uint32_t *out, uint8_t *state, const __grid_constant__ SampleParams p) {
     pdl_enter();
-    extern __shared__ uint32_t dynamic_smem[];  // the penalty's seen-bitmap, then CutSmem
+    extern __shared__ uint32_t dynamic_smem[];  // the penalties' seen-bitmap and tile, then CutSmem
     __shared__ uint64_t scratch[32];
     __shared__ float red[32];
     const SamplingBuffer buf = sampling_buffer(state);
     const SamplingRule rule = *buf.rule;
     const uint32_t n = p.n;
 
-    if (rule.repeat_penalty != 1.f && rule.repeat_window > 0) {
+    if (rule.repeat_window > 0 && (rule.repeat_penalty != 1.f || additive_penalties_on(rule))) {
         // The window: the last repeat_window of (the buffer's recent tokens, this replay's draws,
-        // which sit in the chain_index slots before `out`). Each distinct token once.
+        // which sit in the chain_index slots before `out`); its last `generated` tokens are the
+        // generated ones. Each distinct token once: the thread whose bit finds it unseen applies
+        // the penalties to it, with its count among the generated tokens, which the block stages
+        // through shared memory a tile at a time (integer counts: the same in any order).
         uint32_t *seen = dynamic_smem;
+        uint32_t *tile = dynamic_smem + (n + 31) / 32;
         for (uint32_t w = threadIdx.x; w < (n + 31) / 32; w += kThreads) seen[w] = 0;
         __syncthreads();
         const uint32_t total = rule.recent_count + p.chain_index;
         const uint32_t len = min(rule.repeat_window, total);
-        for (uint32_t j = threadIdx.x; j < len; j += kThreads) {
+        const uint32_t generated = additive_penalties_on(rule) ? min(len, rule.recent_generated + p.chain_index) : 0u;
+        auto token_at = [&](uint32_t j) -> uint32_t {  // the window's j-th token
             const uint32_t at = total - len + j;
-            const uint32_t t = at < rule.recent_count ? buf.recent[at] : out[(int)(at - rule.recent_count) - (int)p.chain_index];
-            if (t >= n) continue;
-            const uint32_t bit = 1u << (t & 31);
-            if (atomicOr(&seen[t >> 5], bit) & bit) continue;
-            const float l = x[t];
-            x[t] = l > 0.f ? l / rule.repeat_penalty : l * rule.repeat_penalty;
+            return at < rule.recent_count ? buf.recent[at] : out[(int)(at - rule.recent_count) - (int)p.chain_index];
+        };
+        for (uint32_t base = 0; base < len; base += kThreads) {  // uniform over the block: the tiles need every thread
+            const uint32_t j = base + threadIdx.x;
+            const uint32_t t = j < len ? token_at(j) : n;
+            bool mine = false;
+            if (t < n) {
+                const uint32_t bit = 1u << (t & 31);
+                mine = !(atomicOr(&seen[t >> 5], bit) & bit);
+            }
+            uint32_t count = 0;
+            for (uint32_t g = len - generated; g < len; g += kThreads) {
+                const uint32_t m = min((uint32_t)kThreads, len - g);
+                __syncthreads();  // the previous tile has been read
+                if (threadIdx.x < m) tile[threadIdx.x] = token_at(g + threadIdx.x);
+                __syncthreads();
+                if (mine)
+                    for (uint32_t k = 0; k < m; ++k) count += tile[k] == t;
+            }
+            if (mine) x[t] = penalized_logit(rule, x[t], count);
         }
         __syncthreads();  // the penalized logits are read below and by the draw
     }
@@ -388,7 +408,7 @@ void launch_sample_f32(const LaunchArgs &a) {
     uint8_t *state = a.buffers[2];
 
     if (reinterpret_cast<uintptr_t>(x) % 16 != 0) throw AkunuError("internal: sample_f32 on CUDA reads logits 16-byte aligned");
-    const size_t smem = std::max<size_t>((p.n + 31) / 32 * 4, sizeof(CutSmem));
+    const size_t smem = std::max<size_t>(((p.n + 31) / 32 + kThreads) * 4, sizeof(CutSmem));
     if (!allow_dynamic_smem(sample_cut_kernel, smem))
         throw AkunuError("sample_f32 on CUDA: a vocabulary of " + std::to_string(p.n) + " tokens is too large");
     launch_pdl(sample_cut_kernel, 1, kThreads, smem, a, x, (const uint32_t *)out, state, p);

@@ -71,6 +71,17 @@ def test_bench_rejects_bad_arguments(smollm2_path):
     assert r.returncode == 2 and "repetitions" in r.stderr
 
 
+def test_run_frequency_and_presence_penalties(smollm2, smollm2_path):
+    prompt = "Colors: red, blue, green, red, blue, green, red, blue,"
+    r = akunu_cli("run", "-m", str(smollm2_path), "--raw", "-n", "40", "--frequency-penalty", "2", "--presence-penalty",
+                  "1.5", prompt)
+    assert r.returncode == 0, r.stderr
+    penalized = smollm2.generate(prompt, max_tokens=40, frequency_penalty=2.0, presence_penalty=1.5)
+    assert r.stdout == penalized + "\n" and penalized != smollm2.generate(prompt, max_tokens=40)
+    r = akunu_cli("run", "-m", str(smollm2_path), "--presence-penalty", "-2.5", "hi")
+    assert r.returncode == 2 and "presence_penalty must be in [-2, 2]" in r.stderr and "Traceback" not in r.stderr
+
+
 def test_run_with_a_json_schema_file_and_a_grammar_file(tmp_path):
     import json
 

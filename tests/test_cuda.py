@@ -643,6 +643,8 @@ SAMPLE_CONFIGS = [
     dict(temperature=1.0, min_p=0.1, repeat_penalty=1.3, repeat_last_n=32, seed=5),
     dict(temperature=0.9, top_k=1000, top_p=0.7, repeat_penalty=0.7, repeat_last_n=300, seed=6),
     dict(temperature=0.0, repeat_penalty=1.4, repeat_last_n=64, seed=0),
+    dict(temperature=0.8, top_k=40, frequency_penalty=0.7, presence_penalty=0.4, repeat_last_n=300, seed=7),
+    dict(temperature=0.0, repeat_penalty=1.2, frequency_penalty=1.1, presence_penalty=-0.6, repeat_last_n=128, seed=0),
 ]
 
 
@@ -665,9 +667,45 @@ def test_sample_matches_cpu(n, cfg, shape):
     recent = rng.integers(0, n, 400).tolist()
     chain = rng.integers(0, n, 9).tolist()
     positions = np.arange(1000, 1024)
-    want = ref.device_draws("cpu", x, positions, cfg, recent, chain)
-    got = ref.device_draws("cuda", x, positions, cfg, recent, chain)
+    want = ref.device_draws("cpu", x, positions, cfg, recent, chain, recent_generated=150)
+    got = ref.device_draws("cuda", x, positions, cfg, recent, chain, recent_generated=150)
     assert got.tolist() == want.tolist()
+
+
+PENALTY_CONFIGS = [
+    dict(temperature=0.0, frequency_penalty=0.6),
+    dict(temperature=0.0, presence_penalty=1.2, repeat_penalty=1.3),
+    dict(temperature=0.9, top_k=50, top_p=0.95, frequency_penalty=0.9, presence_penalty=0.3),
+    dict(temperature=1.0, min_p=0.05, frequency_penalty=-0.8, presence_penalty=-1.5),
+    dict(temperature=0.7, top_p=0.8, repeat_penalty=0.9, frequency_penalty=2.0, presence_penalty=2.0),
+]
+
+
+@pytest.mark.parametrize("n", [50, 3000, 49152, 151936])
+@pytest.mark.parametrize("window", [8, 64, 700, 3000])
+@pytest.mark.parametrize("cfg", PENALTY_CONFIGS, ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()))
+def test_sample_penalties_match_cpu(n, window, cfg):
+    """The frequency and presence penalties on CUDA (the window's tokens penalized in parallel, each
+    distinct token once, its count among the generated tokens staged through shared memory a tile of
+    1024 at a time) draw exactly the CPU command's tokens, and the reference's: windows full of
+    repeats of the likeliest tokens, out-of-vocabulary ids, prompt and generated parts (the chain's
+    draws generated too), longer than a block's threads and tile."""
+    rng = np.random.default_rng(n + window + len(str(cfg)))
+    for case in range(4):
+        x = (rng.standard_normal(n) * 3).astype(np.float32)
+        x[rng.integers(0, n, 20)] += 8
+        hot = np.argsort(-x)[:16]
+        size = window + int(rng.integers(-window // 2, window // 2 + 1))
+        tokens = np.where(rng.random(size) < 0.85, rng.choice(hot, size), rng.integers(0, n + 100, size)).tolist()
+        recent, chain = tokens[:-9] if size > 9 else tokens, tokens[-9:] if size > 9 else []
+        recent_generated = int(rng.integers(0, len(recent) + 1))
+        c = dict(cfg, repeat_last_n=window, seed=int(rng.integers(1 << 62)))
+        positions = np.arange(500 + case * 16, 516 + case * 16)
+        want = ref.device_draws("cpu", x, positions, c, recent, chain, recent_generated)
+        got = ref.device_draws("cuda", x, positions, c, recent, chain, recent_generated)
+        assert got.tolist() == want.tolist(), case
+        w, g = ref.window_of(c, recent, chain, recent_generated)
+        assert want.tolist()[:4] == [ref.draw(x, c, int(p), w, g) for p in positions[:4]], case
 
 
 def test_sample_distribution_on_cuda():
@@ -682,6 +720,8 @@ SAMPLED_GENERATION = [
     dict(temperature=0.7, top_k=40, top_p=0.95, seed=11),
     dict(temperature=0.8, min_p=0.05, repeat_penalty=1.3, seed=12),
     dict(temperature=1.0, seed=2**33 + 13),
+    dict(temperature=0.8, top_k=40, frequency_penalty=0.8, presence_penalty=0.5, seed=14),
+    dict(temperature=0.0, frequency_penalty=1.5, presence_penalty=0.5, repeat_last_n=128, seed=0),
 ]
 
 
@@ -705,8 +745,8 @@ def test_sampled_generation_matches_cpu(name, cfg, pair):
             continue
         pos = len(ids) + j
         seen = (ids + a)[:pos]
-        window = seen[-64:] if cfg.get("repeat_penalty", 1.0) != 1.0 else []
-        scores = ref.scores(cpu.logits(seen)[-1], cfg, pos, window)
+        window, generated = ref.window_of(cfg, seen, recent_generated=j)
+        scores = ref.scores(cpu.logits(seen)[-1], cfg, pos, window, generated)
         assert abs(float(scores[a[j]] - scores[b[j]])) < 0.1, (prompt, j, a[j], b[j], scores[a[j]], scores[b[j]])
     assert agreed >= total // 2, (agreed, total)
 

@@ -15,7 +15,7 @@ PROMPT = "Here is a short story about a robot who learns to paint:"
 MESSAGES = [{"role": "user", "content": "Write one sentence about the sea."}]
 # Every setting away from its default, so that one not reaching the engine changes the tokens.
 SAMPLED = dict(max_tokens=24, temperature=0.9, top_k=40, top_p=0.95, min_p=0.02, repeat_penalty=1.1, repeat_last_n=32,
-               seed=1234)
+               frequency_penalty=0.3, presence_penalty=0.2, seed=1234)
 
 
 @pytest.fixture(scope="module")
@@ -36,9 +36,12 @@ def test_generate_tokens_object_equals_keywords(smollm2, sampled_ids):
     assert smollm2.generate_tokens(PROMPT, dataclasses.replace(params, seed=4321)) != sampled_ids
 
 
-@pytest.mark.parametrize("setting", ["top_k", "repeat_penalty", "repeat_last_n"])
+CHANGED = {"top_k": 2, "repeat_penalty": 1.8, "repeat_last_n": 0, "frequency_penalty": 2.0, "presence_penalty": 2.0}
+
+
+@pytest.mark.parametrize("setting", list(CHANGED))
 def test_each_setting_reaches_the_engine(smollm2, sampled_ids, setting):
-    changed = {"top_k": 2, "repeat_penalty": 1.8, "repeat_last_n": 0}[setting]
+    changed = CHANGED[setting]
     assert smollm2.generate_tokens(PROMPT, SamplingParams(**dict(SAMPLED, **{setting: changed}))) != sampled_ids
 
 
@@ -97,6 +100,13 @@ BAD = [
     ("repeat_penalty", 0.0, r"repeat_penalty must be a finite number > 0"),
     ("repeat_penalty", math.inf, r"repeat_penalty must be a finite number > 0"),
     ("repeat_last_n", -1, r"repeat_last_n must be an integer >= 0"),
+    ("frequency_penalty", 2.5, r"frequency_penalty must be in \[-2, 2\] \(0: off\), got 2.5"),
+    ("frequency_penalty", -2.01, r"frequency_penalty must be in \[-2, 2\]"),
+    ("frequency_penalty", math.nan, r"frequency_penalty must be in \[-2, 2\]"),
+    ("frequency_penalty", "high", r"frequency_penalty must be a number"),
+    ("presence_penalty", -3, r"presence_penalty must be in \[-2, 2\] \(0: off\), got -3"),
+    ("presence_penalty", math.inf, r"presence_penalty must be in \[-2, 2\]"),
+    ("presence_penalty", None, r"presence_penalty must be a number"),
     ("seed", -1, r"seed must be None or an integer in \[0, 2\*\*64\)"),
     ("seed", 2**64, r"seed must be None or an integer in \[0, 2\*\*64\)"),
     ("max_tokens", -1, r"max_tokens must be an integer >= 0"),
@@ -118,11 +128,12 @@ def test_bad_setting_names_itself_and_its_range(smollm2, name, value, message):
 
 
 @pytest.mark.parametrize("name,value", [("temperature", -0.5), ("top_k", -1), ("top_p", 0.0), ("min_p", 1.5),
-                                        ("repeat_penalty", 0.0), ("repeat_last_n", -1), ("max_tokens", -1)])
+                                        ("repeat_penalty", 0.0), ("repeat_last_n", -1), ("frequency_penalty", 2.5),
+                                        ("presence_penalty", -2.5), ("max_tokens", -1)])
 def test_ranges_are_the_engines(akunu_mod, name, value):
     """SamplingParams' range errors are the engine's SamplingConfig's, word for word."""
-    fields = dict(temperature=0.0, top_k=0, top_p=1.0, min_p=0.0, repeat_penalty=1.0, repeat_last_n=64, seed=0,
-                  max_tokens=1)
+    fields = dict(temperature=0.0, top_k=0, top_p=1.0, min_p=0.0, repeat_penalty=1.0, repeat_last_n=64,
+                  frequency_penalty=0.0, presence_penalty=0.0, seed=0, max_tokens=1)
     with pytest.raises(ValueError) as engine:
         akunu_mod._core.SamplingConfig(**dict(fields, **{name: value}))
     with pytest.raises(ValueError) as params:
@@ -139,6 +150,10 @@ def test_settings_are_normalized_and_frozen():
         p.temperature = 0.5
     core = p.to_core()
     assert (core.temperature, core.top_k, core.seed, core.max_tokens) == (1.0, 5, 3, 128)
+    assert (core.frequency_penalty, core.presence_penalty) == (0.0, 0.0)
+    edges = SamplingParams(frequency_penalty=-2, presence_penalty=2).to_core()  # the range's ends are in it
+    assert (edges.frequency_penalty, edges.presence_penalty) == (-2.0, 2.0)
+    assert isinstance(SamplingParams(frequency_penalty=1).frequency_penalty, float)
     assert len({SamplingParams(temperature=1.0).to_core().seed for _ in range(4)}) > 1  # None: a fresh seed
     huge = SamplingParams(top_k=10**12, max_tokens=10**12).to_core()  # beyond the engine's ints: the same meaning
     assert huge.top_k == huge.max_tokens == 2**31 - 1

@@ -60,7 +60,8 @@ def _grammar(args):
 def cmd_run(args) -> int:
     sampling = SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature, top_k=args.top_k,
                               top_p=args.top_p, min_p=args.min_p, repeat_penalty=args.repeat_penalty,
-                              repeat_last_n=args.repeat_last_n, seed=args.seed, grammar=_grammar(args))
+                              repeat_last_n=args.repeat_last_n, frequency_penalty=args.frequency_penalty,
+                              presence_penalty=args.presence_penalty, seed=args.seed, grammar=_grammar(args))
     model = _load(args)
     # Instruct models answer best in their own chat format; --raw feeds the prompt as is.
     if args.raw or not model.chat_template:
@@ -194,7 +195,13 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--top-p", type=float, default=1.0)
         p.add_argument("--min-p", type=float, default=0.0)
         p.add_argument("--repeat-penalty", type=float, default=1.0)
-        p.add_argument("--repeat-last-n", type=int, default=64, help="recent tokens the repeat penalty looks at")
+        p.add_argument("--repeat-last-n", type=int, default=64, help="recent tokens the penalties look at")
+        p.add_argument("--frequency-penalty", type=float, default=0.0,
+                       help="OpenAI's, in [-2, 2]: subtracted from a token's logit once per time it was generated "
+                            "(among the last --repeat-last-n tokens; the prompt's are not counted)")
+        p.add_argument("--presence-penalty", type=float, default=0.0,
+                       help="OpenAI's, in [-2, 2]: subtracted once from the logit of each token generated "
+                            "(among the last --repeat-last-n tokens; the prompt's are not counted)")
         p.add_argument("--seed", type=int, default=None)
 
     p = sub.add_parser("run", help="generate a reply to one prompt")

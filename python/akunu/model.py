@@ -178,11 +178,13 @@ class Model:
         How: `sampling`, an akunu.SamplingParams, or its fields as keywords, not both:
         generate(p, max_tokens=32, temperature=0.7, seed=1) is
         generate(p, SamplingParams(max_tokens=32, temperature=0.7, seed=1)).
-        temperature 0 (the default) is greedy decoding; otherwise tokens are sampled with top_k /
-        top_p / min_p / repeat_penalty by a Gumbel-max draw, reproducibly for a given seed (the same
-        tokens on every backend, up to the backends' rounding of the logits). Both are chained on
-        the device, many tokens per replay of the dispatch table. Generation ends at an
-        end-of-generation token, after max_tokens (default 128), or before the first `stop` string.
+        temperature 0 (the default) is greedy decoding (of the penalized logits when a penalty is
+        set); otherwise tokens are sampled with the penalties (repeat_penalty, frequency_penalty,
+        presence_penalty) and top_k / top_p / min_p by a Gumbel-max draw, reproducibly for a given
+        seed (the same tokens on every backend, up to the backends' rounding of the logits). Both
+        are chained on the device, many tokens per replay of the dispatch table. Generation ends at
+        an end-of-generation token, after max_tokens (default 128), or before the first `stop`
+        string.
         With grammar= (an akunu.Grammar), the text follows the grammar and ends when it is
         complete; finish_reason then says "stop", or "length" if max_tokens came first.
         """

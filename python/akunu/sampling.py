@@ -19,7 +19,7 @@ from typing import Any, Optional, Union
 from . import _core
 from .grammar import Grammar
 
-_FLOATS = ("temperature", "top_p", "min_p", "repeat_penalty")
+_FLOATS = ("temperature", "top_p", "min_p", "repeat_penalty", "frequency_penalty", "presence_penalty")
 _INTS = ("top_k", "repeat_last_n")
 _INT32_MAX = 2**31 - 1  # the engine's ints; more tokens than that means the same as that many
 
@@ -35,7 +35,16 @@ class SamplingParams:
     - min_p: drop tokens less likely than min_p times the most likely one, in [0, 1] (0: off).
     - repeat_penalty: > 0; the logits of tokens among the last repeat_last_n are divided by it when
       positive and multiplied when negative (llama.cpp's rule; 1: off).
-    - repeat_last_n: how many recent tokens (prompt included) the penalty looks at, >= 0.
+    - repeat_last_n: how many recent tokens (prompt included) the penalties look at, >= 0.
+    - frequency_penalty, presence_penalty: OpenAI's, each in [-2, 2] (0: off). A token generated
+      count > 0 times has frequency_penalty * count + presence_penalty subtracted from its logit:
+      positive values make repeats less likely, negative ones more. The counts are over the
+      generated tokens among the last repeat_last_n tokens: the prompt's tokens are not counted
+      (OpenAI's and vLLM's meaning; llama.cpp's penalties sampler counts them too). Counting the
+      prompt would penalize the words a reply must echo (names, code identifiers) and the chat
+      template's turn tokens, end-of-turn among them, so replies would run long. OpenAI counts
+      every generated token: repeat_last_n >= max_tokens gives exactly its rule; the default 64
+      counts the latest 64 generated tokens.
     - seed: the draw's seed, an integer in [0, 2**64): the same seed gives the same tokens, on every
       backend up to its rounding of the logits. None: a fresh random seed for each generation.
     - max_tokens: the most tokens to generate, >= 0. None: the method's default (128; chat: 256).
@@ -45,9 +54,11 @@ class SamplingParams:
       Generation then ends when the grammar is complete; model.finish_reason is "length" when
       max_tokens (or the context) ran out first, so the output is incomplete.
 
-    The engine applies the penalty, top-k, temperature, min-p and top-p in that order, then a seeded
-    Gumbel-max draw. A setting out of range raises ValueError naming it and its range when the
-    object is made; dataclasses.replace(params, temperature=0.2) makes a changed copy.
+    The engine applies the penalties (repetition, then frequency and presence), top-k, temperature,
+    min-p and top-p in that order, then a seeded Gumbel-max draw; greedy decoding (temperature 0)
+    takes the argmax of the penalized logits. A setting out of range raises ValueError naming it
+    and its range when the object is made; dataclasses.replace(params, temperature=0.2) makes a
+    changed copy.
     """
 
     temperature: float = 0.0
@@ -56,6 +67,8 @@ class SamplingParams:
     min_p: float = 0.0
     repeat_penalty: float = 1.0
     repeat_last_n: int = 64
+    frequency_penalty: float = 0.0
+    presence_penalty: float = 0.0
     seed: Union[int, None] = None
     max_tokens: Union[int, None] = None
     stop: tuple[str, ...] = ()
@@ -104,6 +117,7 @@ class SamplingParams:
         return _core.SamplingConfig(
             temperature=self.temperature, top_k=min(self.top_k, _INT32_MAX), top_p=self.top_p, min_p=self.min_p,
             repeat_penalty=self.repeat_penalty, repeat_last_n=min(self.repeat_last_n, _INT32_MAX),
+            frequency_penalty=self.frequency_penalty, presence_penalty=self.presence_penalty,
             seed=secrets.randbits(64) if self.seed is None else self.seed, max_tokens=min(max_tokens, _INT32_MAX))
 
 

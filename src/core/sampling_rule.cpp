@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -13,15 +14,24 @@ namespace {
 
 // Scratch reused from draw to draw (the CPU backend draws once per token on its thread).
 thread_local std::unordered_set<uint32_t> t_seen;
+thread_local std::unordered_map<uint32_t, uint32_t> t_generated_counts;
 thread_local std::vector<uint32_t> t_keys;
 
-void apply_repetition_penalty(float *logits, uint32_t n, const uint32_t *window, uint32_t window_len, float penalty) {
+// The penalties (sampling_rule.h): each distinct valid token of the window once, with its count
+// among the window's last generated_len tokens.
+void apply_penalties(const SamplingRule &rule, float *logits, uint32_t n, const uint32_t *window, uint32_t window_len,
+                     uint32_t generated_len) {
+    std::unordered_map<uint32_t, uint32_t> &counts = t_generated_counts;
+    counts.clear();
+    if (additive_penalties_on(rule))
+        for (uint32_t i = window_len - std::min(generated_len, window_len); i < window_len; ++i) ++counts[window[i]];
     std::unordered_set<uint32_t> &seen = t_seen;
     seen.clear();
     for (uint32_t i = 0; i < window_len; ++i) {
         const uint32_t t = window[i];
         if (t >= n || !seen.insert(t).second) continue;
-        logits[t] = logits[t] > 0.f ? logits[t] / penalty : logits[t] * penalty;
+        const auto c = counts.find(t);
+        logits[t] = penalized_logit(rule, logits[t], c == counts.end() ? 0u : c->second);
     }
 }
 
@@ -35,8 +45,9 @@ uint32_t first_argmax(const float *x, uint32_t n) {
 }  // namespace
 
 uint32_t sample_token(const SamplingRule &rule, float *logits, uint32_t n, const uint32_t *window,
-                      uint32_t window_len, uint32_t position) {
-    if (rule.repeat_penalty != 1.f) apply_repetition_penalty(logits, n, window, window_len, rule.repeat_penalty);
+                      uint32_t window_len, uint32_t generated_len, uint32_t position) {
+    if (rule.repeat_penalty != 1.f || additive_penalties_on(rule))
+        apply_penalties(rule, logits, n, window, window_len, generated_len);
     if (rule.inv_temperature == 0.f) return first_argmax(logits, n);
 
     const float inv_t = rule.inv_temperature;

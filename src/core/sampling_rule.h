@@ -1,8 +1,15 @@
 // The sampling rule every backend follows, so that one seed draws the same token from the same
 // logits on the CPU, on CUDA and in the host reference:
 //
-//   repetition penalty -> top-k -> softmax at temperature over the top-k set -> min-p -> top-p
-//   -> Gumbel-max over the kept tokens
+//   penalties (repetition, then frequency and presence) -> top-k -> softmax at temperature over
+//   the top-k set -> min-p -> top-p -> Gumbel-max over the kept tokens
+//
+// The penalties look at a window of the latest tokens (prompt and generated): the repetition
+// penalty (llama.cpp's) at each distinct token of the window, the frequency and presence penalties
+// (OpenAI's: logit -= frequency * count + presence) at each distinct token among the window's
+// generated tokens, its count being how often it occurs among them. Counts are integers, the same
+// in any order of counting, and each penalized logit is computed by one function with explicit
+// fused operations (penalized_logit), so every backend writes the same penalized logits.
 //
 // Gumbel-max (argmax of logit / T + Gumbel noise) draws exactly from the softmax of the kept
 // tokens with no sort and no running sum, so a GPU draws in one pass. The noise is a stateless
@@ -30,15 +37,19 @@ namespace akunu {
 // replay that samples. Layout of the buffer: this rule, the cut the device computes for the
 // current draw (SamplingCut), then the latest tokens (u32, oldest first).
 struct SamplingRule {
-    float inv_temperature;   // 1 / T; 0: greedy (argmax after the repetition penalty)
-    uint32_t top_k;          // 0 or >= vocabulary: off
-    float top_p;             // 1: off
-    float log_min_p;         // log(min_p); -inf: off
-    float repeat_penalty;    // 1: off (llama.cpp's rule: divide positive logits, multiply negative)
-    uint32_t repeat_window;  // how many of the latest tokens the penalty looks at
-    uint32_t recent_count;   // tokens stored in the buffer: the latest ones before this replay
+    float inv_temperature;      // 1 / T; 0: greedy (argmax after the penalties)
+    uint32_t top_k;             // 0 or >= vocabulary: off
+    float top_p;                // 1: off
+    float log_min_p;            // log(min_p); -inf: off
+    float repeat_penalty;       // 1: off (llama.cpp's rule: divide positive logits, multiply negative)
+    uint32_t repeat_window;     // how many of the latest tokens the penalties look at (0: none)
+    uint32_t recent_count;      // tokens stored in the buffer: the latest ones before this replay
     uint32_t seed_lo, seed_hi;
-    uint32_t reserved[7];
+    float frequency_penalty;    // 0: off (subtracted once per occurrence among the generated tokens)
+    float presence_penalty;     // 0: off (subtracted once from each generated token)
+    uint32_t recent_generated;  // how many of the recent_count tokens (the latest of them) were
+                                // generated; this replay's earlier draws are generated too
+    uint32_t reserved[4];
 };
 static_assert(sizeof(SamplingRule) == 64, "SamplingRule is the 64-byte head of the sampling buffer");
 
@@ -121,10 +132,30 @@ AKUNU_HD float order_key_value(uint32_t key) {
 #endif
 }
 
-// Applies the repetition penalty to `logits` in place: each distinct valid token of `window`
-// once. Then draws the token of `position` by the rule above. The host reference of the
-// device kernels (the CPU backend's sampling command runs exactly this).
+// Whether the frequency or presence penalty is on.
+AKUNU_HD bool additive_penalties_on(const SamplingRule &rule) {
+    return rule.frequency_penalty != 0.f || rule.presence_penalty != 0.f;
+}
+
+// A window token's logit after the penalties: the repetition penalty divides a positive logit and
+// multiplies a negative one; a token generated `generated_count` > 0 times then has
+// frequency * count + presence (one rounding) subtracted, a negative logit's product and that
+// subtraction rounded once. Written with explicit fused operations: left to the compilers, nvcc
+// and GCC (-march with FMA) may each contract `logit * penalty - p` into one rounding or not, and
+// the backends' logits would differ in the last bit.
+AKUNU_HD float penalized_logit(const SamplingRule &rule, float logit, uint32_t generated_count) {
+    const float rp = rule.repeat_penalty;
+    if (generated_count == 0) return rp == 1.f ? logit : logit > 0.f ? logit / rp : logit * rp;
+    const float p = fmaf(rule.frequency_penalty, (float)generated_count, rule.presence_penalty);
+    if (logit > 0.f) return (rp == 1.f ? logit : logit / rp) - p;
+    return fmaf(logit, rp, -p);
+}
+
+// Applies the penalties to `logits` in place: each distinct valid token of `window` once, the last
+// `generated_len` of its tokens being the generated ones (the frequency and presence penalties
+// count only those). Then draws the token of `position` by the rule above. The host reference of
+// the device kernels (the CPU backend's sampling command runs exactly this).
 uint32_t sample_token(const SamplingRule &rule, float *logits, uint32_t n, const uint32_t *window,
-                      uint32_t window_len, uint32_t position);
+                      uint32_t window_len, uint32_t generated_len, uint32_t position);
 
 }  // namespace akunu

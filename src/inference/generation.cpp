@@ -24,6 +24,7 @@ void Model::start_session(const std::vector<int32_t> &prompt, const SamplingConf
     stats_.prompt_tokens = (int)prompt.size();
     gen_.sampling = sampling;
     gen_.history = prompt;
+    gen_.prompt_length = prompt.size();
 }
 
 void Model::begin_generation(const std::vector<int32_t> &prompt, const SamplingConfig &sampling) {
@@ -53,6 +54,9 @@ void Model::write_sampling_state() {
     rule.repeat_window = std::min<uint32_t>(rule.repeat_window, (uint32_t)kv_.max_length);
     const size_t recent = std::min<size_t>(rule.repeat_window, gen_.history.size());
     rule.recent_count = (uint32_t)recent;
+    // The history's tokens past the prompt are the generated ones (chosen or fed in a constrained
+    // session): the frequency and presence penalties count only those.
+    rule.recent_generated = (uint32_t)std::min(recent, gen_.history.size() - gen_.prompt_length);
     device_->write_buffer(scratch_.sampling, &rule, sizeof rule);
     if (recent > 0)
         device_->write_buffer(scratch_.sampling, gen_.history.data() + (gen_.history.size() - recent), recent * 4,

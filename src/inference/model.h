@@ -169,7 +169,8 @@ private:
         int32_t next_input = 0;      // produced, not yet fed into the cache
         std::string finish_reason;
         SamplingConfig sampling;
-        std::vector<int32_t> history;  // prompt + output, for the repetition penalty
+        std::vector<int32_t> history;  // prompt + output, for the penalties
+        size_t prompt_length = 0;      // the history's first prompt_length tokens are the prompt
         bool constrained = false;      // begin_constrained's session
         bool logits_pending = false;   // constrained: the cache's last logits await choose_token
         SessionClock::time_point decode_start;

@@ -25,6 +25,10 @@ void SamplingConfig::validate() const {
     if (!(repeat_penalty > 0.f) || !std::isfinite(repeat_penalty))
         bad("repeat_penalty must be a finite number > 0 (1: off)", show(repeat_penalty));
     if (repeat_last_n < 0) bad("repeat_last_n must be an integer >= 0", std::to_string(repeat_last_n));
+    if (!(frequency_penalty >= -2.f && frequency_penalty <= 2.f))
+        bad("frequency_penalty must be in [-2, 2] (0: off)", show(frequency_penalty));
+    if (!(presence_penalty >= -2.f && presence_penalty <= 2.f))
+        bad("presence_penalty must be in [-2, 2] (0: off)", show(presence_penalty));
     if (max_tokens < 0) bad("max_tokens must be an integer >= 0", std::to_string(max_tokens));
 }
 
@@ -37,7 +41,9 @@ SamplingRule SamplingConfig::rule() const {
     r.top_p = top_p;
     r.log_min_p = min_p > 0.f ? std::log(min_p) : -INFINITY;
     r.repeat_penalty = repeat_penalty;
-    r.repeat_window = repeat_penalty == 1.f ? 0u : (uint32_t)repeat_last_n;
+    r.repeat_window = penalized() ? (uint32_t)repeat_last_n : 0u;
+    r.frequency_penalty = frequency_penalty;
+    r.presence_penalty = presence_penalty;
     r.seed_lo = (uint32_t)seed;
     r.seed_hi = (uint32_t)(seed >> 32);
     return r;

@@ -117,7 +117,7 @@ void bind_model(nb::module_ &m) {
         .def(
             "__init__",
             [](SamplingConfig *self, float temperature, int top_k, float top_p, float min_p, float repeat_penalty,
-               int repeat_last_n, uint64_t seed, int max_tokens) {
+               int repeat_last_n, float frequency_penalty, float presence_penalty, uint64_t seed, int max_tokens) {
                 SamplingConfig c;
                 c.temperature = temperature;
                 c.top_k = top_k;
@@ -125,19 +125,24 @@ void bind_model(nb::module_ &m) {
                 c.min_p = min_p;
                 c.repeat_penalty = repeat_penalty;
                 c.repeat_last_n = repeat_last_n;
+                c.frequency_penalty = frequency_penalty;
+                c.presence_penalty = presence_penalty;
                 c.seed = seed;
                 c.max_tokens = max_tokens;
                 c.validate();
                 new (self) SamplingConfig(c);
             },
             nb::kw_only(), nb::arg("temperature"), nb::arg("top_k"), nb::arg("top_p"), nb::arg("min_p"),
-            nb::arg("repeat_penalty"), nb::arg("repeat_last_n"), nb::arg("seed"), nb::arg("max_tokens"))
+            nb::arg("repeat_penalty"), nb::arg("repeat_last_n"), nb::arg("frequency_penalty"),
+            nb::arg("presence_penalty"), nb::arg("seed"), nb::arg("max_tokens"))
         .def_ro("temperature", &SamplingConfig::temperature)
         .def_ro("top_k", &SamplingConfig::top_k)
         .def_ro("top_p", &SamplingConfig::top_p)
         .def_ro("min_p", &SamplingConfig::min_p)
         .def_ro("repeat_penalty", &SamplingConfig::repeat_penalty)
         .def_ro("repeat_last_n", &SamplingConfig::repeat_last_n)
+        .def_ro("frequency_penalty", &SamplingConfig::frequency_penalty)
+        .def_ro("presence_penalty", &SamplingConfig::presence_penalty)
         .def_ro("seed", &SamplingConfig::seed)
         .def_ro("max_tokens", &SamplingConfig::max_tokens);
 

@@ -376,11 +376,21 @@ void bind_testing_device(nb::module_ &m) {
     m.def(
         "device_sample",
         [](const std::string &backend, FloatVector logits, IdVector positions, float temperature, int top_k, float top_p,
-           float min_p, float repeat_penalty, int repeat_last_n, uint64_t seed, std::vector<uint32_t> recent,
-           std::vector<uint32_t> chain) {
+           float min_p, float repeat_penalty, int repeat_last_n, float frequency_penalty, float presence_penalty,
+           uint64_t seed, std::vector<uint32_t> recent, uint32_t recent_generated, std::vector<uint32_t> chain) {
             const int64_t n = (int64_t)logits.shape(0);
             if (n <= 0) throw nb::value_error("logits must not be empty");
-            const akunu::SamplingConfig cfg{temperature, top_k, top_p, min_p, repeat_penalty, repeat_last_n, seed};
+            if (recent_generated > recent.size()) throw nb::value_error("recent_generated exceeds the recent tokens");
+            akunu::SamplingConfig cfg;
+            cfg.temperature = temperature;
+            cfg.top_k = top_k;
+            cfg.top_p = top_p;
+            cfg.min_p = min_p;
+            cfg.repeat_penalty = repeat_penalty;
+            cfg.repeat_last_n = repeat_last_n;
+            cfg.frequency_penalty = frequency_penalty;
+            cfg.presence_penalty = presence_penalty;
+            cfg.seed = seed;
             try {
                 cfg.validate();
             } catch (const std::invalid_argument &e) {
@@ -388,6 +398,7 @@ void bind_testing_device(nb::module_ &m) {
             }
             akunu::SamplingRule rule = cfg.rule();
             rule.recent_count = (uint32_t)recent.size();
+            rule.recent_generated = recent_generated;
             const size_t draws = positions.shape(0);
             auto *out = new std::vector<uint32_t>(draws);
             std::unique_ptr<DeviceMatrix> dm = new_device(backend);
@@ -420,8 +431,10 @@ void bind_testing_device(nb::module_ &m) {
         },
         nb::arg("backend"), nb::arg("logits"), nb::arg("positions"), nb::arg("temperature"), nb::arg("top_k") = 0,
         nb::arg("top_p") = 1.0f, nb::arg("min_p") = 0.0f, nb::arg("repeat_penalty") = 1.0f, nb::arg("repeat_last_n") = 64,
-        nb::arg("seed") = 0, nb::arg("recent") = std::vector<uint32_t>{}, nb::arg("chain") = std::vector<uint32_t>{},
+        nb::arg("frequency_penalty") = 0.0f, nb::arg("presence_penalty") = 0.0f, nb::arg("seed") = 0,
+        nb::arg("recent") = std::vector<uint32_t>{}, nb::arg("recent_generated") = 0u,
+        nb::arg("chain") = std::vector<uint32_t>{},
         "One draw of the sampling command per position over `logits` on a new device of `backend`. `recent`: the "
-        "latest tokens in the sampling buffer; `chain`: this replay's earlier draws in the token slots before the "
-        "drawn one.");
+        "latest tokens in the sampling buffer, of which the last `recent_generated` were generated; `chain`: this "
+        "replay's earlier draws in the token slots before the drawn one (generated too).");
 }

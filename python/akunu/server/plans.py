@@ -40,6 +40,10 @@ def sampling_params(req: SamplingFields, max_tokens: int, grammar: Optional[Gram
         value = getattr(req, name)
         if value is not None:
             settings[name] = value
+    if (req.frequency_penalty or req.presence_penalty) and req.repeat_penalty is None:
+        # OpenAI counts every token generated so far: the penalties' window (which counts only
+        # generated tokens, SamplingParams) then spans the whole reply.
+        settings["repeat_last_n"] = max(max_tokens, 64)
     try:
         return SamplingParams(**settings)
     except (ValueError, TypeError) as e:

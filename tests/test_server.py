@@ -124,6 +124,17 @@ def test_n_choices_and_seeds(client):
     assert r.usage.prompt_tokens == singles[0].usage.prompt_tokens
 
 
+def test_frequency_and_presence_penalties_are_openais(client, reference):
+    """Additive penalties over every token of the reply so far (the engine's SamplingParams with a
+    window as long as the reply); they change a greedy reply that repeats itself."""
+    messages = [{"role": "user", "content": "Write a poem about the sea."}]
+    plain = client.chat.completions.create(model="smollm2", messages=messages, max_tokens=40, temperature=0)
+    r = client.chat.completions.create(model="smollm2", messages=messages, max_tokens=40, temperature=0,
+                                       frequency_penalty=1.5, presence_penalty=0.5)
+    expected = reference.chat(messages, max_tokens=40, frequency_penalty=1.5, presence_penalty=0.5, repeat_last_n=64)
+    assert r.choices[0].message.content == expected != plain.choices[0].message.content
+
+
 def test_stop_strings_cut_the_text_and_the_count(client, reference):
     kw = dict(model="smollm2", messages=QUESTION, max_tokens=24, temperature=0)
     full = client.chat.completions.create(**kw).choices[0].message.content

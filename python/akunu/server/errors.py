@@ -84,7 +84,7 @@ def install_error_handlers(app) -> None:
         message = {404: f"no route {request.method} {request.url.path}",
                    405: f"method {request.method} is not allowed on {request.url.path}"}.get(exc.status_code,
                                                                                              str(exc.detail))
-        return error_response(APIError(exc.status_code, message))
+        return error_response(APIError(exc.status_code, message, headers=exc.headers))  # 405's Allow
 
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception):

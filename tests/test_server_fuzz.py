@@ -6,6 +6,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from akunu.server import ModelSpec, ServerConfig
 from server_harness import running_server, smollm2_config
 
 MODEL = "smollm2"
@@ -27,3 +28,38 @@ def test_405_names_the_allowed_methods(server):
     assert r.status_code == 405
     assert r.headers["allow"] == "GET"
     assert r.json()["error"]["type"] == "invalid_request_error"
+
+
+def test_tokenize_empty_messages_is_400(server):
+    """Was a 500 (ValueError "messages is empty" from the chat template)."""
+    r = httpx.post(server.url + "/tokenize", json={"model": MODEL, "messages": []}, timeout=10)
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["param"] == "messages"
+
+
+def test_tokenize_image_part_is_400(server):
+    """Was a 500 (AttributeError: /tokenize joined the text of every content part)."""
+    part = {"type": "image_url", "image_url": {"url": "data:,"}}
+    r = httpx.post(server.url + "/tokenize", json={"model": MODEL, "messages": [{"role": "user", "content": [part]}]},
+                   timeout=10)
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["param"] == "messages[0].content[0].type"
+
+
+def test_chat_template_refusal_is_400(smollm2_path):
+    """Was a 500: a chat template's raise_exception (here: no system messages, as some models'
+    templates refuse roles that do not alternate) escaped as a ValueError, on /v1/chat/completions
+    and /tokenize."""
+    template = ("{% for m in messages %}{% if m['role'] == 'system' %}{{ raise_exception('no system role') }}"
+                "{% endif %}{{ m['content'] }}\n{% endfor %}")
+    config = ServerConfig(models=[ModelSpec(MODEL, str(smollm2_path), backend="cpu", chat_template=template)],
+                          max_tokens_limit=MAX_TOKENS)
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]
+    with running_server(config) as s:
+        for route, body in (("/v1/chat/completions", {"messages": messages, "max_tokens": 2}),
+                            ("/v1/chat/completions", {"messages": messages, "max_tokens": 2, "stream": True}),
+                            ("/tokenize", {"messages": messages})):
+            r = httpx.post(s.url + route, json={"model": MODEL, **body}, timeout=REQUEST_TIMEOUT)
+            assert r.status_code == 400, (route, r.text)
+            assert "no system role" in r.json()["error"]["message"]
+            assert r.json()["error"]["param"] == "messages"

@@ -28,7 +28,7 @@ from .errors import APIError, error_body, install_error_handlers
 from .generation import End, Plan, run_plan
 from .metrics import CONTENT_TYPE, ServerMetrics
 from .middleware import APIKeyCheck, BodyLimit, RequestLog
-from .plans import chat_messages, chat_plan, completion_plan, response_grammar, tool_session
+from .plans import chat_messages, chat_plan, chat_prompt, completion_plan, response_grammar, tool_session
 from .protocol import ChatCompletionRequest, CompletionRequest, DetokenizeRequest, TokenizeRequest
 from .registry import ModelRegistry
 from .responses import ChunkWriter, chat_logprobs, completion_logprobs, new_id, sse, usage
@@ -100,7 +100,7 @@ def create_app(config: ServerConfig, models: Optional[dict[str, Model]] = None) 
 
         def run():
             if body.messages is not None:
-                text = model.format_chat(chat_messages_of(body.messages), body.add_generation_prompt)
+                text = chat_prompt(model, chat_messages(body), body.add_generation_prompt)
                 return model.tokenizer.encode(text, add_special=False, parse_special=True)
             return model.tokenizer.encode(body.prompt, add_special=body.add_special_tokens, parse_special=True)
 
@@ -130,7 +130,7 @@ def create_app(config: ServerConfig, models: Optional[dict[str, Model]] = None) 
             grammar = tools.grammar if tools is not None else None
             if grammar is None:
                 grammar = response_grammar(body)
-            prompt = tools.prompt if tools is not None else model.format_chat(messages)
+            prompt = tools.prompt if tools is not None else chat_prompt(model, messages)
             return chat_plan(body, model, config, prompt, grammar), tools
 
         plan, tools = await run_in_threadpool(plan_it)
@@ -179,10 +179,6 @@ def create_app(config: ServerConfig, models: Optional[dict[str, Model]] = None) 
                 "usage": _usage(plan, ends)}
 
     return app
-
-
-def chat_messages_of(messages) -> list[dict]:
-    return [{"role": "system" if m.role == "developer" else m.role, "content": m.text()} for m in messages]
 
 
 # --- running a plan ---------------------------------------------------------------------------

@@ -4,7 +4,7 @@ settings with OpenAI's defaults. Every problem is an APIError naming the field."
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Union
 
 from ..grammar import Grammar, GrammarError
 from ..model import Model
@@ -13,7 +13,7 @@ from ..tool_calls import ToolSession, prepare_tools
 from .config import ServerConfig
 from .errors import APIError
 from .generation import Plan
-from .protocol import ChatCompletionRequest, CompletionRequest, OtherPart, SamplingFields
+from .protocol import ChatCompletionRequest, CompletionRequest, OtherPart, SamplingFields, TokenizeRequest
 
 OPENAI_TEMPERATURE = 1.0    # OpenAI's default when a request leaves temperature out
 COMPLETIONS_MAX_TOKENS = 16  # OpenAI's default max_tokens for /v1/completions
@@ -66,7 +66,7 @@ def max_tokens_for(req: SamplingFields, requested: Optional[int], default: int, 
 
 # --- chat ----------------------------------------------------------------------------------
 
-def chat_messages(req: ChatCompletionRequest) -> list[dict]:
+def chat_messages(req: Union[ChatCompletionRequest, TokenizeRequest]) -> list[dict]:
     """The conversation as the chat template takes it (role, content text)."""
     out = []
     for i, m in enumerate(req.messages):
@@ -106,6 +106,15 @@ def tool_session(req: ChatCompletionRequest, model: Model, messages: list[dict])
         raise APIError(400, "response_format cannot be combined with tools unless tool_choice is 'none'",
                        param="response_format")
     return session
+
+
+def chat_prompt(model: Model, messages: list[dict], add_generation_prompt: bool = True) -> str:
+    """The model's chat template applied to `messages` (from chat_messages); a conversation the
+    template refuses (its raise_exception, say roles that do not alternate) is a 400."""
+    try:
+        return model.format_chat(messages, add_generation_prompt)
+    except ValueError as e:
+        raise APIError(400, f"the model's chat template cannot format these messages: {e}", param="messages") from None
 
 
 def response_grammar(req: ChatCompletionRequest) -> Optional[Grammar]:

@@ -171,7 +171,7 @@ class CompletionRequest(SamplingFields):
 class TokenizeRequest(Strict):
     model: Optional[str] = None  # may be left out when one model is served
     prompt: Optional[str] = None
-    messages: Optional[list[ChatMessage]] = None
+    messages: Optional[list[ChatMessage]] = Field(None, min_length=1)
     add_special_tokens: bool = True
     add_generation_prompt: bool = True
 

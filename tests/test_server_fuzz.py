@@ -46,6 +46,25 @@ def test_tokenize_image_part_is_400(server):
     assert r.json()["error"]["param"] == "messages[0].content[0].type"
 
 
+@pytest.mark.parametrize("body", [{"tokens": ["0"]}, {"tokens": [1.5]}, {"tokens": [True]},
+                                  {"prompt": "x", "add_special_tokens": 0}])
+def test_wrong_json_types_are_400_not_coerced(server, body):
+    """Were accepted (pydantic's lax mode turned "0" into 0, 0 into False)."""
+    route = "/detokenize" if "tokens" in body else "/tokenize"
+    r = httpx.post(server.url + route, json={"model": MODEL, **body}, timeout=10)
+    assert r.status_code == 400, r.text
+
+
+def test_integral_floats_are_integers(server):
+    """JSON Schema's "integer" takes 2.0: so does the server (strict types must not refuse it)."""
+    r = httpx.post(server.url + "/detokenize", json={"model": MODEL, "tokens": [28.0, 29]}, timeout=10)
+    assert r.status_code == 200, r.text
+    r = httpx.post(server.v1 + "/completions", json={"model": MODEL, "prompt": [28.0], "max_tokens": 2.0, "n": 1.0},
+                   timeout=REQUEST_TIMEOUT)
+    assert r.status_code == 200, r.text
+    assert r.json()["usage"]["prompt_tokens"] == 1
+
+
 def test_chat_template_refusal_is_400(smollm2_path):
     """Was a 500: a chat template's raise_exception (here: no system messages, as some models'
     templates refuse roles that do not alternate) escaped as a ValueError, on /v1/chat/completions

@@ -11,7 +11,26 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Unknown fields and values of the wrong JSON type are refused, as OpenAI does: "max_tokens":
+    "5" or "stream": 0 is a 400, never coerced (pydantic's lax mode would take both); 5.0 is 5."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _json_integers(cls, v):
+        return json_integers(v)
+
+
+def json_integers(v):
+    """JSON has one number type: 2.0 is the integer 2 (JSON Schema's "integer" agrees), so integral
+    floats become ints, also in lists (token ids); 2.5 stays a float and an integer field refuses it.
+    Objects are left alone (a JSON schema's numbers are its own)."""
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    if isinstance(v, list):
+        return [x if isinstance(x, dict) else json_integers(x) for x in v]
+    return v
 
 
 # OpenAI request fields akunu refuses when set to anything but their neutral value.

@@ -65,6 +65,25 @@ def test_integral_floats_are_integers(server):
     assert r.json()["usage"]["prompt_tokens"] == 1
 
 
+@pytest.mark.parametrize("extra,param", [
+    ({"stream_options": {"include_usage": 1}, "stream": True}, "stream_options.include_usage"),
+    ({"tool_choice": "sometimes"}, "tool_choice"),
+    ({"tools": [{"type": "function", "function": {"name": "f", "strict": 3}}]}, "tools[0].function.strict"),
+    ({"messages": [{"role": "user", "content": [{"type": "text", "text": 7}]}]}, "messages[0].content"),
+])
+def test_error_param_is_the_field_path(server, extra, param):
+    """Were wrong: field names starting with "str" or "int" were dropped from the path
+    ("include_usage", "tools[0].function"), pydantic's union members were kept in it
+    ("tool_choice.literal['none','auto','required']"), and a text part with a non-string text was
+    called an unsupported part type 'text'."""
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1, **extra}
+    r = httpx.post(server.v1 + "/chat/completions", json=body, timeout=10)
+    assert r.status_code == 400, r.text
+    error = r.json()["error"]
+    assert error["param"] == param, error
+    assert "literal[" not in error["message"] and "is not supported" not in error["message"], error
+
+
 def test_chat_template_refusal_is_400(smollm2_path):
     """Was a 500: a chat template's raise_exception (here: no system messages, as some models'
     templates refuse roles that do not alternate) escaped as a ValueError, on /v1/chat/completions

@@ -4,13 +4,16 @@ what went wrong."""
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from . import protocol
 from .protocol import UNSUPPORTED
 
 _TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
@@ -37,15 +40,22 @@ def error_response(error: APIError) -> JSONResponse:
     return JSONResponse(error.body(), status_code=error.status, headers=error.headers)
 
 
+# The names pydantic puts in an error's location for the member of a union that was tried: a type
+# ("str", "list[int]", "literal['none','auto']", "function-after[...]") or a model's class name.
+_UNION_MEMBER = re.compile(r"^(str|int|float|bool|none|any|[a-z][a-z-]*\[.*\])$")
+_MODEL_NAMES = {m.__name__ for m in vars(protocol).values() if isinstance(m, type) and issubclass(m, BaseModel)}
+
+
 def _dotted(loc) -> str:
-    """pydantic's location ("body", "messages", 0, "content") as OpenAI's param ("messages[0].content")."""
+    """pydantic's location ("body", "messages", 0, "content") as OpenAI's param ("messages[0].content"),
+    without the union members pydantic names in it ("tool_choice", "literal[...]")."""
     out = ""
-    for part in loc:
-        if part == "body":
+    for i, part in enumerate(loc):
+        if part == "body" and i == 0:
             continue
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part and not str(part).startswith(("function-", "union[", "list[", "str", "int", "dict[")):
+        elif part and not _UNION_MEMBER.match(str(part)) and str(part) not in _MODEL_NAMES:
             out += ("." if out else "") + str(part)
     return out
 

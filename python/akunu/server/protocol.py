@@ -97,8 +97,15 @@ class TextPart(Strict):
 class OtherPart(BaseModel):
     """Any other content part (image_url, input_audio, file): named in the 400 it gets."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
     type: str
+
+    @field_validator("type")
+    @classmethod
+    def _not_text(cls, v):
+        if v == "text":  # a text part that TextPart refused: its error, not "type 'text' is not supported"
+            raise ValueError("a text part is {\"type\": \"text\", \"text\": \"...\"}")
+        return v
 
 
 class FunctionCall(Strict):

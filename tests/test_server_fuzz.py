@@ -101,3 +101,15 @@ def test_chat_template_refusal_is_400(smollm2_path):
             assert r.status_code == 400, (route, r.text)
             assert "no system role" in r.json()["error"]["message"]
             assert r.json()["error"]["param"] == "messages"
+
+
+@pytest.mark.parametrize("route,body", [
+    ("/chat/completions", {"messages": [{"role": "user", "content": "Tell a story"}]}),
+    ("/completions", {"prompt": "Once upon a time"}),
+])
+def test_default_max_tokens_is_within_the_limit(server, route, body):
+    """Was not: a request without max_tokens got default_max_tokens (1024; 16 for completions)
+    even on a server whose max_tokens_limit is 8."""
+    r = httpx.post(server.v1 + route, json={"model": MODEL, "temperature": 0, **body}, timeout=REQUEST_TIMEOUT)
+    assert r.status_code == 200, r.text
+    assert r.json()["usage"]["completion_tokens"] == MAX_TOKENS and r.json()["choices"][0]["finish_reason"] == "length"

@@ -60,8 +60,9 @@ def max_tokens_for(req: SamplingFields, requested: Optional[int], default: int, 
     if requested is not None and requested > config.max_tokens_limit:
         raise APIError(400, f"{param} is {requested}; this server allows at most {config.max_tokens_limit}",
                        param=param)
-    # Past the context's end the generation stops with finish_reason "length".
-    return requested if requested is not None else min(default, ctx - prompt_tokens)
+    # Past the context's end the generation stops with finish_reason "length". A request that
+    # leaves max_tokens out gets the default, within the server's limit too.
+    return requested if requested is not None else min(default, config.max_tokens_limit, ctx - prompt_tokens)
 
 
 # --- chat ----------------------------------------------------------------------------------

@@ -28,12 +28,16 @@ from .errors import APIError, error_body, install_error_handlers
 from .generation import End, Plan, run_plan
 from .metrics import CONTENT_TYPE, ServerMetrics
 from .middleware import APIKeyCheck, BodyLimit, RequestLog
+from .openapi import (ChatCompletion, ChatCompletionChunk, Completion, CompletionChunk, DetokenizeResponse, Health,
+                      ModelCard, ModelList, TokenizeResponse, describe, errors, ok, text_ok)
 from .plans import chat_messages, chat_plan, chat_prompt, completion_plan, response_grammar, tool_session
 from .protocol import ChatCompletionRequest, CompletionRequest, DetokenizeRequest, TokenizeRequest
 from .registry import ModelRegistry
 from .responses import ChunkWriter, chat_logprobs, completion_logprobs, new_id, sse, usage
 from .scheduler import Job, ModelWorker, QueueFull
 
+# What a route that runs on a model may answer besides 200 (413: the body limit's middleware).
+MODEL_ERRORS = errors(400, 404, 413, 429, 503)
 CHAT_PAGE = os.path.join(os.path.dirname(__file__), "static", "chat.html")
 
 
@@ -55,6 +59,13 @@ def create_app(config: ServerConfig, models: Optional[dict[str, Model]] = None) 
     app = FastAPI(title="akunu", version=__version__, lifespan=lifespan,
                   description="OpenAI-compatible API of the akunu inference engine")
     app.state.registry = registry
+
+    def openapi_document() -> dict:
+        if app.openapi_schema is None:
+            app.openapi_schema = describe(app, api_key_required=bool(config.api_key))
+        return app.openapi_schema
+
+    app.openapi = openapi_document
     install_error_handlers(app)
     app.add_middleware(BodyLimit, limit=config.max_body_bytes)
     if config.api_key:
@@ -71,27 +82,28 @@ def create_app(config: ServerConfig, models: Optional[dict[str, Model]] = None) 
     async def chat_page():
         return FileResponse(CHAT_PAGE, media_type="text/html")
 
-    @app.get("/health")
+    @app.get("/health", responses=ok(Health))
     async def health():
         return {"status": "ok", "models": {name: {"loaded": w.loaded, "waiting": w.waiting, "busy": w.busy}
                                            for name, w in registry.workers.items()}}
 
-    @app.get("/metrics")
+    @app.get("/metrics", response_class=Response,
+             responses=text_ok(CONTENT_TYPE.split(";")[0], "Prometheus text format"))
     async def prometheus_metrics():
         return Response(metrics.render(), media_type=CONTENT_TYPE)
 
     def model_card(name: str) -> dict:
         return {"id": name, "object": "model", "created": created, "owned_by": "akunu"}
 
-    @app.get("/v1/models")
+    @app.get("/v1/models", responses=ok(ModelList))
     async def list_models():
         return {"object": "list", "data": [model_card(n) for n in registry.names()]}
 
-    @app.get("/v1/models/{name:path}")
+    @app.get("/v1/models/{name:path}", responses={**ok(ModelCard), **errors(404)})
     async def get_model(name: str):
         return model_card(registry.resolve(name).spec.name)
 
-    @app.post("/tokenize")
+    @app.post("/tokenize", responses={**ok(TokenizeResponse), **MODEL_ERRORS})
     async def tokenize(body: TokenizeRequest):
         worker = registry.resolve(body.model)
         model = await _loaded_model(worker)
@@ -107,7 +119,7 @@ def create_app(config: ServerConfig, models: Optional[dict[str, Model]] = None) 
         tokens = await run_in_threadpool(run)
         return {"tokens": tokens, "count": len(tokens), "max_model_len": model.context_length}
 
-    @app.post("/detokenize")
+    @app.post("/detokenize", responses={**ok(DetokenizeResponse), **MODEL_ERRORS})
     async def detokenize(body: DetokenizeRequest):
         worker = registry.resolve(body.model)
         model = await _loaded_model(worker)
@@ -119,7 +131,7 @@ def create_app(config: ServerConfig, models: Optional[dict[str, Model]] = None) 
 
     # --- generation routes ------------------------------------------------------------------
 
-    @app.post("/v1/chat/completions")
+    @app.post("/v1/chat/completions", responses={**ok(ChatCompletion, ChatCompletionChunk), **MODEL_ERRORS})
     async def chat_completions(body: ChatCompletionRequest, request: Request):
         worker = registry.resolve(body.model)
         model = await _loaded_model(worker)
@@ -154,7 +166,7 @@ def create_app(config: ServerConfig, models: Optional[dict[str, Model]] = None) 
                 "model": worker.spec.name, "system_fingerprint": fingerprint(worker), "choices": choices,
                 "usage": _usage(plan, ends)}
 
-    @app.post("/v1/completions")
+    @app.post("/v1/completions", responses={**ok(Completion, CompletionChunk), **MODEL_ERRORS})
     async def completions(body: CompletionRequest, request: Request):
         worker = registry.resolve(body.model)
         model = await _loaded_model(worker)

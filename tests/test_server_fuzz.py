@@ -1,24 +1,207 @@
-"""Requests that fuzzing `akunu serve` against its OpenAPI description showed answered wrong, one
-test each, on SmolLM2 served from a loopback port."""
+"""schemathesis against `akunu serve`'s own OpenAPI description (GET /openapi.json), on SmolLM2.
+
+For every operation schemathesis generates requests, valid and invalid under the spec (examples,
+boundary "coverage" cases, random fuzzing), sends them to a live server on a loopback port and
+checks each answer: never a 5xx, only status codes the spec declares (200 and the OpenAI-shaped
+errors of openapi.py), the declared content type and body schema, a rejection (4xx) for what the
+spec forbids, `Allow` on 405s, and an answer within REQUEST_TIMEOUT (a hang fails).
+
+The spec given to schemathesis is the server's with one change: the "model" fields name the served
+model only (pinned_to_model), else nearly every generated body would be a 404 for an unknown model
+and never reach generation. The server caps max_tokens at 8, so each generation is short.
+
+The regression tests below them are the bugs this fuzzing found, one request each."""
 
 from __future__ import annotations
 
+import collections
+import copy
+import dataclasses
+import json
+
 import httpx
 import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+from schemathesis import GenerationMode
+from schemathesis.checks import positive_data_acceptance
 
+from akunu import SamplingParams
 from akunu.server import ModelSpec, ServerConfig
 from server_harness import running_server, smollm2_config
 
 MODEL = "smollm2"
+VOCAB = 49152         # SmolLM2's
 MAX_TOKENS = 8
-REQUEST_TIMEOUT = 60
+REQUEST_TIMEOUT = 60  # seconds; a request without an answer by then is a hang
+EXAMPLES = 40         # fuzzed requests per operation, besides the examples and boundary cases
+GENERATIONS = 40      # runnable generation requests per generation route
+SAMPLING_FIELDS = {f.name for f in dataclasses.fields(SamplingParams)}
+SENT: collections.Counter = collections.Counter()  # runnable requests per route
+
+# (operation, streamed) -> status -> count, for the checks that the fuzzing reached the model.
+ANSWERS: dict = collections.defaultdict(collections.Counter)
 
 
 @pytest.fixture(scope="module")
 def server(smollm2_path):
-    config = smollm2_config(smollm2_path, MODEL, max_tokens_limit=MAX_TOKENS)
+    config = smollm2_config(smollm2_path, MODEL, max_tokens_limit=MAX_TOKENS)  # default_max_tokens: 1024
     with running_server(config) as s:
         yield s
+
+
+def pinned_to_model(spec: dict, name: str) -> dict:
+    """`spec` with every request body's "model" property allowed only `name` (or null where the
+    field is optional)."""
+    spec = copy.deepcopy(spec)
+    for schema in spec["components"]["schemas"].values():
+        prop = schema.get("properties", {}).get("model")
+        if prop is None or "Request" not in schema.get("title", ""):
+            continue
+        one = {"type": "string", "enum": [name]}
+        schema["properties"]["model"] = one if "model" in schema.get("required", []) else \
+            {"anyOf": [one, {"type": "null"}]}
+    return spec
+
+
+def load_schema(server):
+    spec = httpx.get(server.url + "/openapi.json", timeout=10).json()
+    schema = schemathesis.openapi.from_dict(pinned_to_model(spec, MODEL))
+    schema.config.update(base_url=server.url, request_timeout=REQUEST_TIMEOUT)
+    return schema
+
+
+@pytest.fixture(scope="module")
+def api_schema(server):
+    return load_schema(server)
+
+
+@pytest.fixture(scope="module")
+def generation_schema(server):
+    schema = load_schema(server)
+    schema.config.generation.update(modes=[GenerationMode.POSITIVE], max_examples=GENERATIONS)
+    return schema
+
+
+def check_answer(case, response) -> None:
+    """What schemathesis cannot see in a 200: a stream ends with [DONE] (or an error event) and
+    every event is JSON; a generation stays within max_tokens per choice."""
+    ANSWERS[(case.operation.label, isinstance(case.body, dict) and case.body.get("stream") is True)][
+        response.status_code] += 1
+    if response.status_code != 200 or case.operation.method != "POST" or "completions" not in case.operation.path:
+        return
+    if response.headers["content-type"].startswith("text/event-stream"):
+        events = [e for e in response.text.split("\n\n") if e]
+        assert all(e.startswith("data: ") for e in events), events
+        assert events[-1] == "data: [DONE]" or "error" in json.loads(events[-1][6:]), events[-1]
+        for e in events[:-1]:
+            json.loads(e[6:])
+    else:
+        body = response.json()
+        assert body["usage"]["completion_tokens"] <= MAX_TOKENS * len(body["choices"])
+
+
+# positive_data_acceptance is left out: a body valid under the schema may still be refused with a
+# 400 for what a schema cannot say (top_logprobs without logprobs, a prompt that does not fit the
+# context, max_tokens over the server's limit, a tool message without content).
+NOT_CHECKED = [positive_data_acceptance]
+
+
+@schemathesis.pytest.from_fixture("api_schema").parametrize()
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+def test_openapi_fuzz(case):
+    """Every operation, valid and invalid requests."""
+    check_answer(case, case.call_and_validate(excluded_checks=NOT_CHECKED))
+
+
+def runnable(body: dict, path: str, stream: bool) -> dict:
+    """A schema-valid generation body changed where the server would refuse it for reasons the
+    schema does not state, so that it reaches the model: every message has content, n <= 2, at
+    most 2 prompts of in-vocabulary tokens, no settings the server refuses with a 400. Streamed if
+    `stream` (the fuzzer seldom sets it)."""
+    body = dict(body)
+    if stream:
+        body["stream"] = True
+    for name in ("logit_bias", "best_of", "suffix"):
+        body.pop(name, None)
+    for name in ("frequency_penalty", "presence_penalty"):  # not every engine build has them yet
+        if name not in SAMPLING_FIELDS:
+            body.pop(name, None)
+    if not body.get("stream"):
+        body.pop("stream_options", None)
+    for name in ("top_p", "repeat_penalty"):  # 0 or inf in the engine's float32: "must be > 0, got 0"
+        if body.get(name) is not None and not 1e-30 < body[name] < 1e30:
+            body.pop(name)
+    if body.get("seed") is not None and body["seed"] >= 2**64:  # 2**64 as a float, rounded up
+        body.pop("seed")
+    stop = body.get("stop")
+    if stop is not None:
+        body["stop"] = ([s for s in stop if s] or None) if isinstance(stop, list) else (stop or None)
+    body["n"] = min(body.get("n", 1), 2)
+    for name in ("max_tokens", "max_completion_tokens"):
+        if body.get(name) is not None:
+            body[name] = min(body[name], MAX_TOKENS)
+    if path.endswith("/chat/completions"):
+        text_only = lambda c: isinstance(c, str) or all(p.get("type") == "text" for p in c)  # noqa: E731
+        body["messages"] = [{**m, "content": "Hi"} if m.get("content") in (None, [], "") or
+                            not text_only(m["content"]) else m for m in body["messages"]]
+        if not body.get("logprobs"):
+            body.pop("top_logprobs", None)
+        rf = body.get("response_format")
+        if rf and rf.get("type") == "json_schema" and not (rf.get("json_schema") or {}).get("schema"):
+            body.pop("response_format")
+    else:
+        prompt = body["prompt"]
+        if isinstance(prompt, list) and prompt and isinstance(prompt[0], list):
+            prompt = [[t % VOCAB for t in p] or [1] for p in prompt[:2]]
+        elif isinstance(prompt, list) and prompt and isinstance(prompt[0], int):
+            prompt = [t % VOCAB for t in prompt]
+        elif isinstance(prompt, list):
+            prompt = prompt[:2]
+        body["prompt"] = prompt or "Hi"
+        if body.get("logprobs") is not None:
+            body.pop("echo", None)
+    return body
+
+
+@schemathesis.pytest.from_fixture("generation_schema").include(path_regex="completions$").parametrize()
+@settings(max_examples=GENERATIONS, deadline=None, suppress_health_check=list(HealthCheck))
+def test_openapi_fuzz_generation(case):
+    """The generation routes with valid requests made runnable: sampling settings, stop strings,
+    json_schema grammars, logprobs, n, streaming, all reaching the model."""
+    SENT[case.operation.path] += 1
+    case.body = runnable(case.body, case.operation.path, stream=SENT[case.operation.path] % 2 == 0)
+    check_answer(case, case.call_and_validate(excluded_checks=NOT_CHECKED))
+
+
+def test_fuzzing_reached_the_model_and_left_it_healthy(server):
+    """Runs after the fuzzing (file order): generations ran, streamed and not, on both routes; the
+    worker is idle with nothing queued and still answers."""
+    for route in ("POST /v1/chat/completions", "POST /v1/completions"):
+        for streamed in (False, True):
+            assert ANSWERS[(route, streamed)][200] >= 3, (route, streamed, dict(ANSWERS[(route, streamed)]))
+    state = httpx.get(server.url + "/health", timeout=10).json()["models"][MODEL]
+    assert state == {"loaded": True, "waiting": 0, "busy": False}
+    r = httpx.post(server.v1 + "/chat/completions", timeout=REQUEST_TIMEOUT,
+                   json={"model": MODEL, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2})
+    assert r.status_code == 200, r.text
+
+
+def test_spec_of_a_server_with_an_api_key(smollm2_path):
+    """With --api-key every route but /health declares the bearer scheme and a 401, and answers one
+    in the declared shape without the key."""
+    with running_server(smollm2_config(smollm2_path, MODEL, api_key="sekrit")) as s:
+        spec = httpx.get(s.url + "/openapi.json", headers={"Authorization": "Bearer sekrit"}, timeout=10).json()
+        assert spec["components"]["securitySchemes"]["bearer"] == {"type": "http", "scheme": "bearer"}
+        for path, operations in spec["paths"].items():
+            for method, operation in operations.items():
+                if path == "/health":
+                    assert "401" not in operation["responses"] and "security" not in operation
+                    continue
+                assert "401" in operation["responses"] and operation["security"] == [{"bearer": []}], (method, path)
+                r = httpx.request(method, s.url + path.replace("{name}", MODEL), json={}, timeout=10)
+                assert r.status_code == 401 and r.json()["error"]["code"] == "invalid_api_key", (method, path)
+                assert r.headers["www-authenticate"] == "Bearer"
 
 
 # --- regressions: what the fuzzing found -------------------------------------------------------

@@ -2,7 +2,7 @@
 clients against one model, bounded in count and time.
 
     python benchmarks/serve_load.py [--model GGUF] [--backend cpu|cuda] [--clients 32] [--requests 4]
-                                    [--max-tokens 32] [--max-queue 8] [--disconnect-every 4]
+                                    [--max-tokens 32] [--max-queue 16] [--disconnect-every 4]
 
 The server runs as its own process (`akunu serve`, the model on one worker, `--max-queue` smaller
 than the clients). Each client has a prompt of its own; first every prompt is run alone, one at a
@@ -387,7 +387,8 @@ def main() -> int:
     ap.add_argument("--clients", type=int, default=32)
     ap.add_argument("--requests", type=int, default=4, help="streamed chat requests per client, one after another")
     ap.add_argument("--max-tokens", type=int, default=32, help="per request (greedy)")
-    ap.add_argument("--max-queue", type=int, default=8, help="the server's queue per model; more waiting get 429")
+    ap.add_argument("--max-queue", type=int, default=16,
+                    help="the server's queue per model (its default); more waiting get 429")
     ap.add_argument("--disconnect-every", type=int, default=4, help="every n-th request disconnects mid-stream")
     ap.add_argument("--max-wait", type=float, default=30.0, help="the longest Retry-After a client honours (s)")
     ap.add_argument("--probe-tokens", type=int, default=512, help="max_tokens of the disconnect probe")

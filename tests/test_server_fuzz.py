@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import collections
 import copy
-import dataclasses
 import json
 
 import httpx
@@ -26,7 +25,6 @@ from hypothesis import HealthCheck, settings
 from schemathesis import GenerationMode
 from schemathesis.checks import positive_data_acceptance
 
-from akunu import SamplingParams
 from akunu.server import ModelSpec, ServerConfig
 from server_harness import running_server, smollm2_config
 
@@ -36,7 +34,6 @@ MAX_TOKENS = 8
 REQUEST_TIMEOUT = 60  # seconds; a request without an answer by then is a hang
 EXAMPLES = 40         # fuzzed requests per operation, besides the examples and boundary cases
 GENERATIONS = 40      # runnable generation requests per generation route
-SAMPLING_FIELDS = {f.name for f in dataclasses.fields(SamplingParams)}
 SENT: collections.Counter = collections.Counter()  # runnable requests per route
 
 # (operation, streamed) -> status -> count, for the checks that the fuzzing reached the model.
@@ -124,9 +121,6 @@ def runnable(body: dict, path: str, stream: bool) -> dict:
         body["stream"] = True
     for name in ("logit_bias", "best_of", "suffix"):
         body.pop(name, None)
-    for name in ("frequency_penalty", "presence_penalty"):  # not every engine build has them yet
-        if name not in SAMPLING_FIELDS:
-            body.pop(name, None)
     if not body.get("stream"):
         body.pop("stream_options", None)
     for name in ("top_p", "repeat_penalty"):  # 0 or inf in the engine's float32: "must be > 0, got 0"

@@ -19,6 +19,7 @@ std::string Model::chat_template() const {
 
 void Model::reset() {
     kv_.reset();
+    prompt_cache_.clear();
     gen_ = Session{};
 }
 
@@ -30,10 +31,16 @@ void Model::check_tokens(const std::vector<int32_t> &tokens) const {
 }
 
 void Model::check_room(int n_new) const {
-    if (kv_.current_length + n_new > kv_.max_length)
-        throw ContextOverflowError(std::to_string(kv_.current_length) + " cached + " + std::to_string(n_new) +
+    if (kv_.length() + n_new > kv_.max_length)
+        throw ContextOverflowError(std::to_string(kv_.length()) + " cached + " + std::to_string(n_new) +
                                    " new tokens exceed the context length of " + std::to_string(kv_.max_length) +
                                    " (load the model with a larger context_length)");
+}
+
+void Model::check_prompt_fits(size_t prompt_tokens) const {
+    if (prompt_tokens > (size_t)kv_.max_length)
+        throw ContextOverflowError(std::to_string(prompt_tokens) + " prompt tokens exceed the context length of " +
+                                   std::to_string(kv_.max_length) + " (load the model with a larger context_length)");
 }
 
 int32_t Model::read_token_slot(int slot) const {
@@ -50,13 +57,13 @@ void Model::forward_in_chunks(const std::vector<int32_t> &tokens, int max_rows, 
         device_->write_buffer(scratch_.token_ids, ids.data(), ids.size() * 4);
         ForwardSpec spec;
         spec.rows = rows;
-        spec.start_position = kv_.current_length;
+        spec.start_position = kv_.length();
         spec.all_logits = all_logits;
         spec.sample = sample;
         DispatchTable table = build_forward_table(context(), spec);
-        device_->encode_dispatch_table(table, kv_.current_length, 1);
+        device_->encode_dispatch_table(table, kv_.length(), 1);
         device_->synchronize();
-        kv_.advance(rows);
+        kv_.append(tokens.data() + done, (size_t)rows);
         after_chunk(done, rows);
         done += (size_t)rows;
     }
@@ -95,12 +102,15 @@ std::vector<int32_t> Model::chain_decode(int32_t token, int count) {
 std::vector<int32_t> Model::replay_chain(const DispatchTable &table, int32_t token, int n) {
     const uint32_t first = (uint32_t)token;
     device_->write_buffer(scratch_.token_ids, &first, 4);
-    device_->encode_dispatch_table(table, kv_.current_length, n);
+    device_->encode_dispatch_table(table, kv_.length(), n);
     device_->synchronize();
-    kv_.advance(n);
     std::vector<uint32_t> produced((size_t)n);
     device_->read_buffer(produced.data(), scratch_.token_ids, (size_t)n * 4, 4);
-    return std::vector<int32_t>(produced.begin(), produced.end());
+    std::vector<int32_t> out(produced.begin(), produced.end());
+    // The chain fed `token`, then each produced token but the last (that one feeds the next chain).
+    kv_.append(&token, 1);
+    kv_.append(out.data(), (size_t)n - 1);
+    return out;
 }
 
 std::vector<double> Model::profile_decode_step(int32_t token) {
@@ -108,21 +118,28 @@ std::vector<double> Model::profile_decode_step(int32_t token) {
     check_room(1);
     uint32_t slot = (uint32_t)token;
     device_->write_buffer(scratch_.token_ids, &slot, 4);
-    std::vector<double> ms = device_->profile_dispatch_table(decode_table_, kv_.current_length);
-    kv_.advance(1);
+    std::vector<double> ms = device_->profile_dispatch_table(decode_table_, kv_.length());
+    kv_.append(&token, 1);
     return ms;
 }
 
 std::vector<float> Model::evaluate_logits(const std::vector<int32_t> &tokens) {
     if (tokens.empty()) throw std::invalid_argument("logits needs at least one token");
     check_tokens(tokens);
-    reset();
-    check_room((int)tokens.size());
+    check_prompt_fits(tokens.size());
+    kv_.reset();
+    gen_ = Session{};
     const size_t vocab = config_.vocab_size;
     std::vector<float> logits(tokens.size() * vocab);
     forward_in_chunks(tokens, chip_.max_logits_rows, true, false, [&](size_t first, int rows) {
         device_->read_buffer(logits.data() + first * vocab, scratch_.logits, (size_t)rows * vocab * sizeof(float));
     });
+    return logits;
+}
+
+std::vector<float> Model::last_logits() const {
+    std::vector<float> logits(config_.vocab_size);
+    device_->read_buffer(logits.data(), scratch_.logits, logits.size() * sizeof(float));
     return logits;
 }
 

@@ -23,6 +23,7 @@ std::vector<int32_t> Model::start_session(const std::vector<int32_t> &prompt, co
     stats_ = GenerationStats{};
     stats_.prompt_tokens = (int)prompt.size();
     stats_.cached_tokens = reuse_cached_prefix(prompt);
+    prompt_end_ = (int)prompt.size();
     gen_.sampling = sampling;
     gen_.history = prompt;
     return std::vector<int32_t>(prompt.begin() + stats_.cached_tokens, prompt.end());

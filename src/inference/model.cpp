@@ -19,6 +19,7 @@ std::string Model::chat_template() const {
 
 void Model::reset() {
     kv_.reset();
+    prompt_end_ = 0;
     prompt_cache_.clear();
     gen_ = Session{};
 }
@@ -77,6 +78,7 @@ int32_t Model::prefill(const std::vector<int32_t> &tokens) {
     // Each chunk's argmax lands in the token slot after its rows; the last chunk's is the answer.
     forward_in_chunks(tokens, chip_.max_prefill_chunk, false, false,
                       [&](size_t, int rows) { next = read_token_slot(rows); });
+    prompt_end_ = kv_.length();
     return next;
 }
 
@@ -134,6 +136,7 @@ std::vector<float> Model::evaluate_logits(const std::vector<int32_t> &tokens) {
     forward_in_chunks(tokens, chip_.max_logits_rows, true, false, [&](size_t first, int rows) {
         device_->read_buffer(logits.data() + first * vocab, scratch_.logits, (size_t)rows * vocab * sizeof(float));
     });
+    prompt_end_ = kv_.length();
     return logits;
 }
 

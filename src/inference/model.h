@@ -37,8 +37,8 @@ struct LoadOptions {
     int context_length = 0;  // 0: the model's own, capped at kDefaultContextCap
     int threads = 0;         // 0: one per hardware thread
     KVCacheDType kv_cache_dtype = KVCacheDType::F16;
-    // Host memory for the KV caches of recent conversations (the prompt cache); 0: none, < 0: as
-    // many bytes as the model's KV cache (a full context's worth).
+    // Host memory for the KV caches of recent conversations (the prompt cache); 0: none, < 0: a
+    // full context's worth (the KV cache's bytes and its tokens).
     int64_t prompt_cache_bytes = -1;
     static constexpr int kDefaultContextCap = 4096;
 };
@@ -184,6 +184,10 @@ private:
     ChipConfig chip_;
     ModelWeights weights_;
     KVCache kv_;
+    // Cached positions [0, prompt_end_) hold the last prompt run (a session's or prefill()'s); the
+    // rest were generated after it. A prompt that departs from the cache before prompt_end_ starts
+    // another conversation (or edits this one), and the prompt cache keeps this one.
+    int prompt_end_ = 0;
     PromptCache prompt_cache_;
     ScratchBuffers scratch_;
     DispatchTable decode_table_;

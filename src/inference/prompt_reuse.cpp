@@ -10,8 +10,8 @@
 namespace akunu {
 
 namespace {
-// A live cache shorter than this is cheap to prefill again: not worth a host copy.
-constexpr int kMinSavedPositions = 32;
+// Fewer lost positions than this are cheap to prefill again: not worth a host copy.
+constexpr int kMinLostPositions = 32;
 }  // namespace
 
 int Model::reusable_prefix(const std::vector<int32_t> &cached, const std::vector<int32_t> &prompt) const {
@@ -29,10 +29,12 @@ int Model::reuse_cached_prefix(const std::vector<int32_t> &prompt) {
     int keep = reusable_prefix(kv_.tokens(), prompt);
     std::optional<KVSnapshot> saved =
         prompt_cache_.take_best([&](const KVSnapshot &s) { return reusable_prefix(s.tokens, prompt); }, keep);
-    // Set the live conversation aside when this session would lose most of it (another
-    // conversation, or an early edit of this one): a later prompt may continue it.
+    // Set the live conversation aside when this prompt departs from it before the end of its last
+    // prompt (another conversation, or an edit of this one) and loses enough of it: a later prompt
+    // may continue it. A new reply to the same prompt only replaces the old reply.
     const int live = kv_.length();
-    if (live >= kMinSavedPositions && keep < live / 2 && prompt_cache_.fits(kv_snapshot_bytes(kv_, live)))
+    const bool departs = keep < std::min(prompt_end_, live);
+    if (departs && live - keep >= kMinLostPositions && prompt_cache_.fits(kv_snapshot_bytes(kv_, live)))
         prompt_cache_.insert(save_kv_rows(*device_, kv_));
     if (saved) {
         restore_kv_rows(*device_, kv_, *saved);

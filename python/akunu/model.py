@@ -48,8 +48,9 @@ class Model:
       tokenizer.chat_template or the checkpoint's, else the built-in template of the model's
       family (akunu.chat_templates: Gemma, Llama 3, Llama 2, Mistral, Phi-3, ChatML), picked from
       the vocabulary's special tokens and the architecture; chat_format says which.
-    - prompt_cache_bytes: host memory for the KV caches of recent conversations (default: as much as
-      the KV cache itself, kv_cache_bytes; 0 turns it off). See prompt reuse below.
+    - prompt_cache_bytes: host memory for the KV caches of recent conversations (default: a full
+      context's worth, kv_cache_bytes plus 4 bytes of token id per position; 0 turns it off). See
+      prompt reuse below.
 
     Prompt reuse: generate, stream, chat and generate_tokens keep the part of the KV cache that the
     new prompt shares with what it holds (the last prompt and its reply) and prefill only the rest,
@@ -57,7 +58,8 @@ class Model:
     When a prompt has little in common with the cached conversation (another conversation), that
     conversation is first copied to host memory, and a later prompt continuing it is served from
     there: the prompt cache, least recently used first out past prompt_cache_bytes. The output is
-    that of a fresh model given the same prompt. reset() empties both.
+    that of a fresh model given the same prompt (docs/adr/0018-prompt-reuse.md). reset() empties
+    both.
     """
 
     def __init__(self, path: str | os.PathLike, backend: str = "auto", context_length: int | None = None,

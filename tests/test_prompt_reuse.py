@@ -4,16 +4,18 @@ with the KV cache, or with a conversation saved in the prompt cache, and prefill
 The reference is always a model that prefills every prompt whole (reset before each request): each
 reply, greedy or sampled, must be identical to its reply, and logits after a rollback equal its
 logits. On the CPU they are bit for bit: a position's K/V rows come out the same from a decode step
-as from a prefill pass (test_decode_written_rows_equal_prefill_rows), so a cache built partly by
-decoding serves the next turn exactly as a fresh prefill would.
+as from a prefill pass (test_decode_written_rows_equal_prefill_rows*, SmolLM2 and every tiny model),
+so a cache built partly by decoding serves the next turn exactly as a fresh prefill would.
 """
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+import gguf_kquants as kq
 import gguf_writer as gw
 import prompt_reuse_checks as pr
+import tiny_models as tm
 from test_grammar import PERSON
 from test_kv_cache_window import CONTEXT, RING_EXTRA_ROWS, WINDOWED, _long_ids
 
@@ -131,6 +133,33 @@ def test_decode_written_rows_equal_prefill_rows(served, fresh, q8_pair):
             assert model.stats.cached_tokens == len(cached)
             want = np.asarray(reference.logits(prompt)[-1])
             assert np.array_equal(got, want), f"max difference {np.abs(got - want).max()}"
+
+
+# Every tiny model: the Llama dtypes, the other architectures, the K-quants and mixed files.
+TINY_MODELS = {**{n: ("spec", s) for n, s in tm.LLAMA_SPECS.items()},
+               **{n: ("spec", s) for n, s in tm.ARCH_SPECS.items()},
+               **{n: ("kquant", c) for n, c in kq.CASES.items()}}
+
+
+@pytest.mark.parametrize("name", list(TINY_MODELS))
+def test_decode_written_rows_equal_prefill_rows_every_model(name, akunu_mod, gguf_dir, varied_ids):
+    """As above for every tiny model, with each KV cache dtype its head_dim allows: the logits of a
+    token run after 40 decode-written positions (greedy, then sampled) are a fresh prefill's, bit
+    for bit."""
+    kind, spec = TINY_MODELS[name]
+    path = gw.build_gguf(spec, gguf_dir)[0] if kind == "spec" else kq.build_case_gguf(spec, gguf_dir)[0]
+    dtypes = ["f16"] + (["q8_0"] if akunu_mod.Model(str(path)).config["head_dim"] % 32 == 0 else [])
+    for kv_cache_dtype in dtypes:
+        model, reference = (akunu_mod.Model(str(path), backend="cpu", kv_cache_dtype=kv_cache_dtype,
+                                            prompt_cache_bytes=size) for size in (None, 0))
+        for settings in ({}, pr.SEEDED):
+            model.reset()
+            model.generate_tokens(varied_ids[:60], max_tokens=40, **settings)
+            prompt = list(model._engine.cached_tokens) + [varied_ids[61]]
+            got = pr.rollback_logits(model, prompt)
+            assert model.stats.cached_tokens == len(prompt) - 1
+            want = np.asarray(reference.logits(prompt)[-1])
+            assert np.array_equal(got, want), f"{kv_cache_dtype}, {settings}: max difference {np.abs(got - want).max()}"
 
 
 def test_logits_after_rollback_equal_fresh(served, fresh):

@@ -996,3 +996,112 @@ def test_server_errors_on_cuda(cuda_server):
             client.chat.completions.create(**{"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4,
                                               **kwargs})
         assert info.value.status_code == status
+
+# ------------------------------------------------------------------ prompt reuse
+# tests/test_prompt_reuse.py's checks on CUDA (docs/adr/0018-prompt-reuse.md): a model reusing its
+# cache against one reset before every request. On the CPU a position's K/V rows come out bit for
+# bit alike from a decode step and a prefill pass; CUDA computes them with other kernels (GEMVs and
+# the split-K decode attention vs tiled GEMMs and the tensor-core prefill attention), so a reply
+# after reuse equals a fresh model's only where those agree. A failing reply test says where the
+# tokens part and the fresh model's logit gap there (a near tie: rounding; a wide gap: a wrong cache).
+
+import prompt_reuse_checks as pr  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def smollm2_cuda(smollm2_path):
+    """(served, fresh) SmolLM2 models on CUDA with the F16 and the Q8_0 KV cache."""
+    cache = {}
+
+    def get(kv_cache_dtype):
+        if kv_cache_dtype not in cache:
+            cache[kv_cache_dtype] = tuple(akunu.Model(str(smollm2_path), backend="cuda", kv_cache_dtype=kv_cache_dtype,
+                                                      prompt_cache_bytes=size) for size in (None, 0))
+        return cache[kv_cache_dtype]
+
+    return get
+
+
+@pytest.mark.parametrize("kv_cache_dtype", ["f16", "q8_0"])
+@pytest.mark.parametrize("settings", [{}, pr.SEEDED], ids=["greedy", "seeded"])
+def test_prompt_reuse_chat_equals_fresh_on_cuda(settings, kv_cache_dtype, smollm2_cuda):
+    """10 turns, each reply identical to a fresh CUDA model's, each turn reusing the previous prompt whole."""
+    served, fresh = smollm2_cuda(kv_cache_dtype)
+    turns = pr.run_chat(served, fresh, pr.QUESTIONS, **settings)
+    assert all(prompt - cached < 60 for prompt, cached in turns[1:]), turns
+
+
+@pytest.mark.parametrize("kv_cache_dtype", ["f16", "q8_0"])
+def test_prompt_reuse_logits_on_cuda(kv_cache_dtype, smollm2_cuda):
+    """Rolled back into the prompt and into the decoded output: the next logits are a fresh CUDA
+    model's within the CUDA-vs-CPU tolerance; the largest difference is in the failure message of
+    the exact check after it (exact is what makes every reply a fresh model's)."""
+    served, fresh = smollm2_cuda(kv_cache_dtype)
+    ids = pr.chat_ids(served, [{"role": "user", "content": "Write a long story about the sea."}])
+
+    def build(model):
+        model.reset()
+        model.generate_tokens(ids, max_tokens=24)
+
+    new = served.tokenizer.encode(" Actually, never mind.", add_special=False)
+    points = [1, len(ids) // 2, len(ids), len(ids) + 10]
+    worst = pr.assert_rollback_logits(served, fresh, build, new, points, atol=2e-2)
+    assert worst == 0.0, f"logits after reuse differ from a fresh prefill's by up to {worst} on CUDA"
+
+
+def test_prompt_cache_round_trip_is_exact_on_cuda(smollm2_cuda):
+    """A conversation set aside (its KV rows read back from the GPU) and restored (written again)
+    continues bit for bit as it would have from the live cache."""
+    served, _ = smollm2_cuda("f16")
+    a = pr.chat_ids(served, [{"role": "user", "content": pr.CONVERSATION_A[0]}])
+    b = pr.chat_ids(served, [{"role": "user", "content": pr.CONVERSATION_B[0]}])
+    more = served.tokenizer.encode(" And one more line.", add_special=False)
+
+    def continued(set_aside: bool):
+        served.reset()
+        served.generate_tokens(a, max_tokens=48)
+        cached = list(served._engine.cached_tokens)
+        if set_aside:
+            served.generate_tokens(b, max_tokens=8)
+            assert served._engine.prompt_cache_entries == 1
+        logits = pr.rollback_logits(served, cached + more)
+        assert served.stats.cached_tokens == len(cached)
+        return logits
+
+    assert np.array_equal(continued(False), continued(True))
+
+
+def test_prompt_reuse_interleaved_on_cuda(smollm2_cuda):
+    for kv_cache_dtype in ("f16", "q8_0"):
+        served, fresh = smollm2_cuda(kv_cache_dtype)
+        pr.run_interleaved(served, fresh)
+
+
+@pytest.mark.parametrize("kv_cache_dtype", ["f16", "q8_0"])
+def test_prompt_reuse_window_ring_on_cuda(kv_cache_dtype, gguf_dir):
+    """2600 cached positions wrap the CUDA ring (window + 2048 rows): a rollback is kept exactly while
+    the ring holds the window before it, else the session starts over; outputs are a fresh model's."""
+    path, _ = gw.build_gguf(GQA_ARCH["mistral_hd64"], gguf_dir)
+    served, fresh = (akunu.Model(str(path), backend="cuda", context_length=4096, kv_cache_dtype=kv_cache_dtype,
+                                 prompt_cache_bytes=size) for size in (None, 0))
+    window = served.config["sliding_window"]
+    ids = _tokens(served, 300)
+    ids = (ids * 9)[:2600]
+
+    def fill():
+        served.reset()
+        served.generate_tokens(ids, max_tokens=8)
+        return list(served._engine.cached_tokens)
+
+    cached = fill()
+    n = len(cached)
+    boundary = n - (window + CUDA_RING_EXTRA_ROWS) + window - 1  # the smallest p the ring still serves
+    for p, expect in [(n - 1, n - 1), (boundary, boundary), (boundary - 1, 0)]:
+        assert fill() == cached
+        other = next(t for t in ids if t != cached[p])
+        prompt = cached[:p] + [other] + ids[:6]
+        got = served.generate_tokens(prompt, max_tokens=12)
+        assert served.stats.cached_tokens == expect
+        fresh.reset()
+        want = fresh.generate_tokens(prompt, max_tokens=12)
+        assert got == want, pr.divergence(fresh, prompt, got, want)

@@ -31,7 +31,8 @@ def _engine_attribute(name: str) -> property:
 class Model:
     """A model ready to generate text.
 
-    Model(path, backend="auto", context_length=None, threads=None, kv_cache_dtype="f16", chat_template=None)
+    Model(path, backend="auto", context_length=None, threads=None, kv_cache_dtype="f16", chat_template=None,
+          prompt_cache_bytes=None)
 
     - path: a GGUF file, or a Hugging Face checkpoint directory (config.json, *.safetensors,
       tokenizer.json; MLX-quantized checkpoints too). Model.from_pretrained(repo_id) downloads one.
@@ -47,10 +48,23 @@ class Model:
       tokenizer.chat_template or the checkpoint's, else the built-in template of the model's
       family (akunu.chat_templates: Gemma, Llama 3, Llama 2, Mistral, Phi-3, ChatML), picked from
       the vocabulary's special tokens and the architecture; chat_format says which.
+    - prompt_cache_bytes: host memory for the KV caches of recent conversations (default: a full
+      context's worth, kv_cache_bytes plus 4 bytes of token id per position; 0 turns it off). See
+      prompt reuse below.
+
+    Prompt reuse: generate, stream, chat and generate_tokens keep the part of the KV cache that the
+    new prompt shares with what it holds (the last prompt and its reply) and prefill only the rest,
+    so turn N of a chat costs only its new tokens; stats.cached_tokens says how many were reused.
+    When a prompt has little in common with the cached conversation (another conversation), that
+    conversation is first copied to host memory, and a later prompt continuing it is served from
+    there: the prompt cache, least recently used first out past prompt_cache_bytes. The output is
+    that of a fresh model given the same prompt (docs/adr/0018-prompt-reuse.md). reset() empties
+    both.
     """
 
     def __init__(self, path: str | os.PathLike, backend: str = "auto", context_length: int | None = None,
-                 threads: int | None = None, kv_cache_dtype: str = "f16", chat_template: str | None = None):
+                 threads: int | None = None, kv_cache_dtype: str = "f16", chat_template: str | None = None,
+                 prompt_cache_bytes: int | None = None):
         path = os.fspath(path)
         if not isinstance(backend, str):  # the name itself is checked by the engine (create_device)
             raise ValueError(f"backend must be a string: 'auto' or one of {_core.built_backends()}, got {backend!r}")
@@ -60,6 +74,9 @@ class Model:
             raise ValueError(f"threads must be a positive integer, got {threads!r}")
         if not isinstance(kv_cache_dtype, str) or kv_cache_dtype not in KV_CACHE_DTYPES:
             raise ValueError(f"kv_cache_dtype must be one of {KV_CACHE_DTYPES}, got {kv_cache_dtype!r}")
+        if prompt_cache_bytes is not None and (isinstance(prompt_cache_bytes, bool) or
+                                               not isinstance(prompt_cache_bytes, int) or prompt_cache_bytes < 0):
+            raise ValueError(f"prompt_cache_bytes must be a non-negative integer, got {prompt_cache_bytes!r}")
         if chat_template is not None:
             check_template(chat_template)
         if not os.path.exists(path):
@@ -74,11 +91,13 @@ class Model:
                                         "Hugging Face checkpoint directory (config.json, *.safetensors, tokenizer.json)")
 
             loaded = read_checkpoint(path)
-            self._engine = _core.Model(loaded.checkpoint, backend, context_length or 0, threads or 0, kv_cache_dtype)
+            self._engine = _core.Model(loaded.checkpoint, backend, context_length or 0, threads or 0, kv_cache_dtype,
+                                       -1 if prompt_cache_bytes is None else prompt_cache_bytes)
             self._hf_tokenizer = loaded.tokenizer
             self._hf_chat_template = loaded.chat_template
         else:
-            self._engine = _core.Model(path, backend, context_length or 0, threads or 0, kv_cache_dtype)
+            self._engine = _core.Model(path, backend, context_length or 0, threads or 0, kv_cache_dtype,
+                                       -1 if prompt_cache_bytes is None else prompt_cache_bytes)
         self.path = path
         # One generation session at a time per model: generate()/chat() hold this lock for their
         # whole run, so threads sharing a model take turns; a stream notices if it was superseded.
@@ -97,7 +116,8 @@ class Model:
         several (ValueError listing the files when none fits).
         SafeTensors/MLX repositories: config, tokenizer and weights are downloaded.
         Works offline from the cache with HF_HUB_OFFLINE=1 or local_files_only=True.
-        load_kwargs go to Model(): backend, context_length, threads, kv_cache_dtype, chat_template.
+        load_kwargs go to Model(): backend, context_length, threads, kv_cache_dtype, chat_template,
+        prompt_cache_bytes.
         """
         from .hub import resolve_pretrained
 
@@ -117,6 +137,7 @@ class Model:
     kv_cache_dtype = _engine_attribute("kv_cache_dtype")
     kv_cache_bytes = _engine_attribute("kv_cache_bytes")
     stats = _engine_attribute("stats")
+    prompt_cache_bytes = _engine_attribute("prompt_cache_bytes")
     finish_reason = _engine_attribute("finish_reason")
 
     @property
@@ -156,10 +177,18 @@ class Model:
         return self.chat_template if fmt in ("override", "model") else FAMILY_TEMPLATES[fmt]
 
     def logits(self, tokens: Sequence[int], first: int = 0):
-        """Teacher-forced logits for the positions first, first+1, ... of `tokens`, from a fresh
-        cache: a float32 numpy array [len(tokens) - first, vocab_size] (row i predicts the token
-        after tokens[first + i]; the rows before `first` are only prefilled)."""
+        """Teacher-forced logits for the positions first, first+1, ... of `tokens`: a float32 numpy
+        array [len(tokens) - first, vocab_size] (row i predicts the token after tokens[first + i]).
+        The rows before `first` are only prefilled, or kept where the KV cache holds them already
+        (as a generation's prompt is, docs/adr/0018-prompt-reuse.md)."""
         return self._engine.logits(tokens, first)
+
+    def reset(self) -> None:
+        """Forget every cached prompt: empties the KV cache and the prompt cache, so the next
+        generation prefills its whole prompt. A stream still running is superseded."""
+        with self._session_lock:
+            self._session = None
+            self._engine.reset()
 
     def close(self) -> None:
         """Free the model's memory now (otherwise when the Model is garbage-collected)."""

@@ -1,5 +1,7 @@
 #include "core/kv_cache.h"
 
+#include <algorithm>
+
 #include "core/errors.h"
 #include "core/kv_cache_q8.h"
 
@@ -61,6 +63,20 @@ void KVCache::release(Device &device) {
     for (Buffer &b : v_buffers) device.free_buffer(b);
     k_buffers.clear();
     v_buffers.clear();
+}
+
+void KVCache::truncate(int length) {
+    if (length < 0 || length > this->length())
+        throw AkunuError("internal: KV cache rollback to " + std::to_string(length) + " of " +
+                         std::to_string(this->length()) + " positions");
+    tokens_.resize((size_t)length);
+}
+
+bool KVCache::can_roll_back(int filled, int length, int window) const {
+    const int oldest_needed = window > 0 ? std::max(0, length - window + 1) : 0;
+    for (int rows : layer_length)
+        if (filled - rows > oldest_needed) return false;  // its row holds a later position now
+    return true;
 }
 
 size_t KVCache::bytes() const {

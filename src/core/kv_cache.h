@@ -2,8 +2,11 @@
 // head's history is contiguous for attention (a sliding-window layer's may be a ring: row =
 // position % layer_length). Allocated once at load. Elements are F16, or 8-bit
 // Q8_0 blocks in two planes (values, then scales; kv_cache_q8.h) for half the memory.
+// The cache also records which token fills each position, so that a prompt sharing a prefix with
+// its contents can reuse them (docs/adr/0018-prompt-reuse.md).
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -30,8 +33,7 @@ struct KVCache {
     int n_layers = 0;
     int n_kv_heads = 0;
     int head_dim = 0;
-    int max_length = 0;      // positions the cache serves (the context length)
-    int current_length = 0;  // positions filled
+    int max_length = 0;  // positions the cache serves (the context length)
     // Rows per head of each layer: max_length, or for a sliding-window layer a ring that position
     // p occupies at row p % layer_length (window + the most rows a forward pass writes).
     std::vector<int> layer_length;
@@ -44,8 +46,25 @@ struct KVCache {
                           KVCacheDType dtype = KVCacheDType::F16, const std::vector<int> &layer_length = {});
     void release(Device &device);
     size_t bytes() const;
-    void advance(int n) { current_length += n; }
-    void reset() { current_length = 0; }
+
+    // Positions filled, and the token at each. append() is the only way positions fill: every pass
+    // that writes rows appends the tokens it ran, so the two cannot drift apart.
+    int length() const { return (int)tokens_.size(); }
+    const std::vector<int32_t> &tokens() const { return tokens_; }
+    void append(const int32_t *ids, size_t n) { tokens_.insert(tokens_.end(), ids, ids + n); }
+    void append(const std::vector<int32_t> &ids) { append(ids.data(), ids.size()); }
+    void reset() { tokens_.clear(); }
+    // Rolls back to the first `length` positions (<= length()): the rows past them are stale and
+    // the next pass overwrites them. Valid only where can_roll_back(length(), length, window).
+    void truncate(int length);
+    // Whether a cache of this layout filled to `filled` positions can roll back to `length`: every
+    // layer must still hold the keys position `length` attends to. A full-length layer always does;
+    // a sliding-window ring of R rows holds positions [filled - R, filled), and position `length`
+    // reads keys from length - window + 1 on (window: the model's sliding window).
+    bool can_roll_back(int filled, int length, int window) const;
+
+private:
+    std::vector<int32_t> tokens_;  // the token at each filled position
 };
 
 }  // namespace akunu

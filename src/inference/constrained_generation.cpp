@@ -15,13 +15,13 @@ namespace akunu {
 size_t Model::token_mask_words() const { return akunu::token_mask_words(config_); }
 
 void Model::begin_constrained(const std::vector<int32_t> &prompt, const SamplingConfig &sampling) {
-    start_session(prompt, sampling);
+    const SessionClock::time_point t0 = SessionClock::now();
+    const std::vector<int32_t> rest = start_session(prompt, sampling);
     gen_.constrained = true;
     gen_.finished = false;
 
-    const SessionClock::time_point t0 = SessionClock::now();
     // The last chunk's logits (row 0 of scratch.logits) wait for the mask; its argmax is unused.
-    forward_in_chunks(prompt, chip_.max_prefill_chunk, false, false, [](size_t, int) {});
+    forward_in_chunks(rest, chip_.max_prefill_chunk, false, false, [](size_t, int) {});
     stats_.prefill_ms = ms_since(t0);
     gen_.logits_pending = true;
     gen_.decode_start = SessionClock::now();
@@ -39,8 +39,8 @@ int32_t Model::choose_token(const uint32_t *mask, size_t words) {
     const bool greedy = gen_.sampling.plain_greedy();
     if (!greedy) write_sampling_state();
     // Patched at the last cached position: the choice writes token slot 1 and draws the token of
-    // position current_length, as the decode table's last command would after that position.
-    device_->encode_dispatch_table(greedy ? masked_argmax_table_ : masked_sample_table_, kv_.current_length - 1, 1);
+    // position length(), as the decode table's last command would after that position.
+    device_->encode_dispatch_table(greedy ? masked_argmax_table_ : masked_sample_table_, kv_.length() - 1, 1);
     const int32_t token = read_token_slot(1);
     gen_.logits_pending = false;
     stats_.decode_ms = ms_since(gen_.decode_start);
@@ -58,8 +58,8 @@ void Model::feed(const std::vector<int32_t> &tokens) {
         // The decode table up to (not including) its argmax, token i reading slot i; asynchronous
         // where the device is. (Checked ids are non-negative: their int32 bytes are the u32 slots.)
         device_->write_buffer(scratch_.token_ids, tokens.data(), tokens.size() * 4);
-        device_->encode_dispatch_table(decode_table_, kv_.current_length, n, 0, (int)decode_table_.commands.size() - 1);
-        kv_.advance(n);
+        device_->encode_dispatch_table(decode_table_, kv_.length(), n, 0, (int)decode_table_.commands.size() - 1);
+        kv_.append(tokens);
     } else {
         forward_in_chunks(tokens, chip_.max_prefill_chunk, false, false, [](size_t, int) {});
     }

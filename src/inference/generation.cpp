@@ -13,37 +13,40 @@ double ms_since(SessionClock::time_point t0) {
     return std::chrono::duration<double, std::milli>(SessionClock::now() - t0).count();
 }
 
-void Model::start_session(const std::vector<int32_t> &prompt, const SamplingConfig &sampling) {
+std::vector<int32_t> Model::start_session(const std::vector<int32_t> &prompt, const SamplingConfig &sampling) {
     if (prompt.empty()) throw std::invalid_argument("the prompt is empty");
     sampling.validate();
     check_tokens(prompt);
-    reset();
-    check_room((int)prompt.size());
+    check_prompt_fits(prompt.size());
 
+    gen_ = Session{};
     stats_ = GenerationStats{};
     stats_.prompt_tokens = (int)prompt.size();
+    stats_.cached_tokens = reuse_cached_prefix(prompt);
+    prompt_end_ = (int)prompt.size();
     gen_.sampling = sampling;
     gen_.history = prompt;
     gen_.prompt_length = prompt.size();
+    return std::vector<int32_t>(prompt.begin() + stats_.cached_tokens, prompt.end());
 }
 
 void Model::begin_generation(const std::vector<int32_t> &prompt, const SamplingConfig &sampling) {
-    start_session(prompt, sampling);
+    const SessionClock::time_point t0 = SessionClock::now();
+    const std::vector<int32_t> rest = start_session(prompt, sampling);
     gen_.finished = sampling.max_tokens == 0;
     gen_.finish_reason = gen_.finished ? "length" : "";
     if (gen_.finished) return;
 
-    SessionClock::time_point t0 = SessionClock::now();
-    gen_.next_input = prefill_for_session(prompt);
+    gen_.next_input = prefill_for_session(rest);
     stats_.prefill_ms = ms_since(t0);
     gen_.first_pending = true;
 }
 
-int32_t Model::prefill_for_session(const std::vector<int32_t> &prompt) {
-    if (gen_.sampling.plain_greedy()) return prefill(prompt);
+int32_t Model::prefill_for_session(const std::vector<int32_t> &rest) {
+    if (gen_.sampling.plain_greedy()) return prefill(rest);
     write_sampling_state();
     int32_t next = 0;
-    forward_in_chunks(prompt, chip_.max_prefill_chunk, false, true,
+    forward_in_chunks(rest, chip_.max_prefill_chunk, false, true,
                       [&](size_t, int rows) { next = read_token_slot(rows); });
     return next;
 }
@@ -99,7 +102,7 @@ std::vector<int32_t> Model::next_tokens() {
         if (gen_.generated >= gen_.sampling.max_tokens) finish("length");
         return out;
     }
-    const int room = kv_.max_length - kv_.current_length;
+    const int room = kv_.max_length - kv_.length();
     const int n = std::min({chip_.chain_decode_chunk, gen_.sampling.max_tokens - gen_.generated, room});
     if (n <= 0) {
         finish("length");
@@ -120,7 +123,7 @@ std::vector<int32_t> Model::next_tokens() {
     stats_.generated_tokens = gen_.generated;
     if (!gen_.finished) {
         gen_.next_input = produced.back();
-        if (gen_.generated >= gen_.sampling.max_tokens || kv_.current_length >= kv_.max_length) finish("length");
+        if (gen_.generated >= gen_.sampling.max_tokens || kv_.length() >= kv_.max_length) finish("length");
     }
     return out;
 }

@@ -19,6 +19,8 @@ std::string Model::chat_template() const {
 
 void Model::reset() {
     kv_.reset();
+    prompt_end_ = 0;
+    prompt_cache_.clear();
     gen_ = Session{};
 }
 
@@ -30,10 +32,16 @@ void Model::check_tokens(const std::vector<int32_t> &tokens) const {
 }
 
 void Model::check_room(int n_new) const {
-    if (kv_.current_length + n_new > kv_.max_length)
-        throw ContextOverflowError(std::to_string(kv_.current_length) + " cached + " + std::to_string(n_new) +
+    if (kv_.length() + n_new > kv_.max_length)
+        throw ContextOverflowError(std::to_string(kv_.length()) + " cached + " + std::to_string(n_new) +
                                    " new tokens exceed the context length of " + std::to_string(kv_.max_length) +
                                    " (load the model with a larger context_length)");
+}
+
+void Model::check_prompt_fits(size_t prompt_tokens) const {
+    if (prompt_tokens > (size_t)kv_.max_length)
+        throw ContextOverflowError(std::to_string(prompt_tokens) + " prompt tokens exceed the context length of " +
+                                   std::to_string(kv_.max_length) + " (load the model with a larger context_length)");
 }
 
 int32_t Model::read_token_slot(int slot) const {
@@ -50,13 +58,13 @@ void Model::forward_in_chunks(const std::vector<int32_t> &tokens, int max_rows, 
         device_->write_buffer(scratch_.token_ids, ids.data(), ids.size() * 4);
         ForwardSpec spec;
         spec.rows = rows;
-        spec.start_position = kv_.current_length;
+        spec.start_position = kv_.length();
         spec.all_logits = all_logits;
         spec.sample = sample;
         DispatchTable table = build_forward_table(context(), spec);
-        device_->encode_dispatch_table(table, kv_.current_length, 1);
+        device_->encode_dispatch_table(table, kv_.length(), 1);
         device_->synchronize();
-        kv_.advance(rows);
+        kv_.append(tokens.data() + done, (size_t)rows);
         after_chunk(done, rows);
         done += (size_t)rows;
     }
@@ -70,6 +78,7 @@ int32_t Model::prefill(const std::vector<int32_t> &tokens) {
     // Each chunk's argmax lands in the token slot after its rows; the last chunk's is the answer.
     forward_in_chunks(tokens, chip_.max_prefill_chunk, false, false,
                       [&](size_t, int rows) { next = read_token_slot(rows); });
+    prompt_end_ = kv_.length();
     return next;
 }
 
@@ -95,12 +104,15 @@ std::vector<int32_t> Model::chain_decode(int32_t token, int count) {
 std::vector<int32_t> Model::replay_chain(const DispatchTable &table, int32_t token, int n) {
     const uint32_t first = (uint32_t)token;
     device_->write_buffer(scratch_.token_ids, &first, 4);
-    device_->encode_dispatch_table(table, kv_.current_length, n);
+    device_->encode_dispatch_table(table, kv_.length(), n);
     device_->synchronize();
-    kv_.advance(n);
     std::vector<uint32_t> produced((size_t)n);
     device_->read_buffer(produced.data(), scratch_.token_ids, (size_t)n * 4, 4);
-    return std::vector<int32_t>(produced.begin(), produced.end());
+    std::vector<int32_t> out(produced.begin(), produced.end());
+    // The chain fed `token`, then each produced token but the last (that one feeds the next chain).
+    kv_.append(&token, 1);
+    kv_.append(out.data(), (size_t)n - 1);
+    return out;
 }
 
 std::vector<double> Model::profile_decode_step(int32_t token) {
@@ -108,8 +120,8 @@ std::vector<double> Model::profile_decode_step(int32_t token) {
     check_room(1);
     uint32_t slot = (uint32_t)token;
     device_->write_buffer(scratch_.token_ids, &slot, 4);
-    std::vector<double> ms = device_->profile_dispatch_table(decode_table_, kv_.current_length);
-    kv_.advance(1);
+    std::vector<double> ms = device_->profile_dispatch_table(decode_table_, kv_.length());
+    kv_.append(&token, 1);
     return ms;
 }
 
@@ -119,17 +131,28 @@ std::vector<float> Model::evaluate_logits(const std::vector<int32_t> &tokens, si
         throw std::invalid_argument("logits: first row " + std::to_string(first_row) + " is past the last of " +
                                     std::to_string(tokens.size()) + " tokens");
     check_tokens(tokens);
-    reset();
-    check_room((int)tokens.size());
+    check_prompt_fits(tokens.size());
+    gen_ = Session{};
+    // The rows before first_row only fill the cache: what the live cache already holds of them is
+    // kept (a logprobs pass over a reply just generated runs only the reply's rows), the rest is a
+    // plain prefill with no logits computed.
+    const int keep = std::min(reusable_prefix(kv_.tokens(), tokens), (int)first_row);
+    kv_.truncate(keep);
     const size_t vocab = config_.vocab_size;
-    // The rows before first_row only fill the cache: a plain prefill, no logits computed.
-    const std::vector<int32_t> head(tokens.begin(), tokens.begin() + first_row);
+    const std::vector<int32_t> head(tokens.begin() + keep, tokens.begin() + first_row);
     const std::vector<int32_t> tail(tokens.begin() + first_row, tokens.end());
     if (!head.empty()) forward_in_chunks(head, chip_.max_prefill_chunk, false, false, [](size_t, int) {});
     std::vector<float> logits(tail.size() * vocab);
     forward_in_chunks(tail, chip_.max_logits_rows, true, false, [&](size_t first, int rows) {
         device_->read_buffer(logits.data() + first * vocab, scratch_.logits, (size_t)rows * vocab * sizeof(float));
     });
+    prompt_end_ = kv_.length();
+    return logits;
+}
+
+std::vector<float> Model::last_logits() const {
+    std::vector<float> logits(config_.vocab_size);
+    device_->read_buffer(logits.data(), scratch_.logits, logits.size() * sizeof(float));
     return logits;
 }
 

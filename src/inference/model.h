@@ -1,6 +1,8 @@
 // A loaded model: device, weights, KV cache, scratch, tokenizer and the decode dispatch table
 // (built once). Prefill, single-step and chain decode, evaluation logits and a generation session
-// with stats. One Model is not thread-safe; separate Models are independent.
+// with stats. A session reuses the cached prefix it shares with the last one, or with a
+// conversation saved in the prompt cache (docs/adr/0018-prompt-reuse.md). One Model is not
+// thread-safe; separate Models are independent.
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -18,6 +20,7 @@
 #include "core/model_weights.h"
 #include "core/scratch.h"
 #include "core/table_builder.h"
+#include "inference/prompt_cache.h"
 #include "inference/sampler.h"
 #include "tokenizer/tokenizer.h"
 #include "weights/hf_checkpoint.h"
@@ -34,16 +37,23 @@ struct LoadOptions {
     int context_length = 0;  // 0: the model's own, capped at kDefaultContextCap
     int threads = 0;         // 0: one per hardware thread
     KVCacheDType kv_cache_dtype = KVCacheDType::F16;
+    // Host memory for the KV caches of recent conversations (the prompt cache); 0: none, < 0: a
+    // full context's worth (the KV cache's bytes and its tokens).
+    int64_t prompt_cache_bytes = -1;
     static constexpr int kDefaultContextCap = 4096;
 };
 
 struct GenerationStats {
-    int prompt_tokens = 0;
+    int prompt_tokens = 0;     // the whole prompt
+    int cached_tokens = 0;     // of them, reused from the KV cache or the prompt cache, not prefilled
     int generated_tokens = 0;  // returned to the caller (end-of-generation tokens excluded)
     int decode_steps = 0;      // tokens run through the decode table (a chain may run past the end)
-    double prefill_ms = 0;
+    double prefill_ms = 0;  // the prompt's time to the first token: reuse, then the prefill of the rest
     double decode_ms = 0;
-    double prefill_tokens_per_sec() const { return prefill_ms > 0 ? prompt_tokens * 1000.0 / prefill_ms : 0; }
+    // The tokens prefilled (not those reused) per second of prefill_ms.
+    double prefill_tokens_per_sec() const {
+        return prefill_ms > 0 ? (prompt_tokens - cached_tokens) * 1000.0 / prefill_ms : 0;
+    }
     double decode_tokens_per_sec() const { return decode_ms > 0 ? decode_steps * 1000.0 / decode_ms : 0; }
 };
 
@@ -64,12 +74,16 @@ public:
     const DispatchTable &decode_table() const { return decode_table_; }
     int table_builds() const { return table_builds_; }
     int context_length() const { return kv_.max_length; }
-    int position() const { return kv_.current_length; }
+    int position() const { return kv_.length(); }
+    // The token at each cached position (what the next session may reuse).
+    const std::vector<int32_t> &cached_tokens() const { return kv_.tokens(); }
+    const PromptCache &prompt_cache() const { return prompt_cache_; }
     size_t kv_cache_bytes() const { return kv_.bytes(); }
     KVCacheDType kv_cache_dtype() const { return kv_.dtype; }
     std::string chat_template() const;
 
     // --- low level: the KV cache grows with each call until reset() ----------------------
+    // Empties the KV cache and the prompt cache.
     void reset();
     // Runs `tokens` through the model at the current position; returns the argmax next token.
     int32_t prefill(const std::vector<int32_t> &tokens);
@@ -80,12 +94,18 @@ public:
     std::vector<int32_t> chain_decode(int32_t token, int count);
     // Feeds one token like decode_step, timing every command of the decode table (ms each).
     std::vector<double> profile_decode_step(int32_t token);
-    // Teacher-forced logits of the positions first_row.. of `tokens` from a fresh cache:
-    // [n - first_row, vocab] row-major (the earlier rows are only prefilled).
+    // Teacher-forced logits of the positions first_row.. of `tokens`: [n - first_row, vocab]
+    // row-major. The earlier rows are only prefilled, or kept where the live cache holds them
+    // already (its common prefix with `tokens`); the live cache's other rows are discarded (the
+    // prompt cache's entries stay).
     std::vector<float> evaluate_logits(const std::vector<int32_t> &tokens, size_t first_row = 0);
+    // The logits the last forward pass left for its last position, [vocab]: exactly the model's
+    // after a greedy pass (a grammar's mask and the sampler's repetition penalty change them in place).
+    std::vector<float> last_logits() const;
 
     // --- generation session -------------------------------------------------------------
-    // Resets, prefills the prompt and picks the first token; the session makes at most
+    // Keeps the cached prefix shared with the prompt (see start_session), prefills the rest and
+    // picks the first token; the session makes at most
     // sampling.max_tokens tokens. Throws ContextOverflowError when the prompt does not fit,
     // std::invalid_argument for bad arguments.
     void begin_generation(const std::vector<int32_t> &prompt, const SamplingConfig &sampling);
@@ -107,7 +127,8 @@ public:
     //   loop: t = choose_token(mask); ... feed({t, forced...});
     //   end_constrained(generated, "stop" | "length");
     //
-    // Resets and prefills the prompt (its last logits wait for choose_token).
+    // Keeps the cached prefix shared with the prompt and prefills the rest (its last logits wait
+    // for choose_token).
     void begin_constrained(const std::vector<int32_t> &prompt, const SamplingConfig &sampling);
     // The next token: the argmax, or the session's sampling rule, over the tokens whose bit is set in
     // `mask` ((vocab + 31) / 32 words, bit i % 32 of word i / 32 for token i).
@@ -128,16 +149,26 @@ private:
     ModelContext context() const;
     void check_tokens(const std::vector<int32_t> &tokens) const;
     void check_room(int n_new) const;
+    void check_prompt_fits(size_t prompt_tokens) const;
     int32_t read_token_slot(int slot) const;
     // Runs `tokens` at the current position through forward tables of at most `max_rows` rows,
     // calling after_chunk(first_token_index, rows) once each chunk has finished.
     // `sample`: each chunk's last token is drawn by the sampling rule instead of argmax.
     void forward_in_chunks(const std::vector<int32_t> &tokens, int max_rows, bool all_logits, bool sample,
                            const std::function<void(size_t first, int rows)> &after_chunk);
-    // What every session starts with: checks, an empty cache, fresh stats, the sampling and history.
-    void start_session(const std::vector<int32_t> &prompt, const SamplingConfig &sampling);
-    // The prompt through the cache; returns the token after it, drawn by the session's sampling.
-    int32_t prefill_for_session(const std::vector<int32_t> &prompt);
+    // What every session starts with: checks, fresh stats, the sampling and history, and the cache
+    // holding the longest prefix of the prompt it can reuse (stats_.cached_tokens of them). Returns
+    // the prompt tokens left to run.
+    std::vector<int32_t> start_session(const std::vector<int32_t> &prompt, const SamplingConfig &sampling);
+    // --- prompt reuse (inference/prompt_reuse.cpp) ---
+    // How many positions of a cache holding `cached` a session for `prompt` can keep.
+    int reusable_prefix(const std::vector<int32_t> &cached, const std::vector<int32_t> &prompt) const;
+    // Rolls the cache back to its reusable prefix of `prompt`, first trading it for a saved
+    // conversation that shares more and saving it if most of it would be lost; returns the length.
+    int reuse_cached_prefix(const std::vector<int32_t> &prompt);
+    // The prompt's tokens left to run through the cache; returns the token after them, drawn by the
+    // session's sampling.
+    int32_t prefill_for_session(const std::vector<int32_t> &rest);
     // Writes the session's sampling rule and latest tokens into scratch.sampling.
     void write_sampling_state();
     // One replay of `table` (argmax or sampler last) for n <= the token slots tokens, starting by
@@ -155,6 +186,11 @@ private:
     ChipConfig chip_;
     ModelWeights weights_;
     KVCache kv_;
+    // Cached positions [0, prompt_end_) hold the last prompt run (a session's or prefill()'s); the
+    // rest were generated after it. A prompt that departs from the cache before prompt_end_ starts
+    // another conversation (or edits this one), and the prompt cache keeps this one.
+    int prompt_end_ = 0;
+    PromptCache prompt_cache_;
     ScratchBuffers scratch_;
     DispatchTable decode_table_;
     DispatchTable sampled_decode_table_;  // decode_table_ ending in the sampler instead of argmax

@@ -107,6 +107,9 @@ void Model::finish_load(const LoadOptions &options) {
     m->kv_ = KVCache::create(*m->device_, (int)m->config_.n_layers, (int)m->config_.n_kv_heads,
                              (int)m->config_.head_dim, context, options.kv_cache_dtype,
                              kv_layer_lengths(m->config_, m->chip_, context, max_rows));
+    // By default the prompt cache holds a full context's worth: the whole KV cache and its tokens.
+    m->prompt_cache_ = PromptCache(options.prompt_cache_bytes < 0 ? kv_snapshot_bytes(m->kv_, context)
+                                                                  : (size_t)options.prompt_cache_bytes);
 
     // Widest activation row any GEMM converts: its K is dim, q_dim or ffn_dim.
     const uint32_t widest_k = std::max({m->config_.dim, m->config_.q_dim(), m->config_.ffn_dim});

@@ -83,11 +83,12 @@ nb::list table_list(const akunu::DispatchTable &t) {
 }
 
 akunu::LoadOptions load_options(const std::string &backend, int context_length, int threads,
-                                const std::string &kv_cache_dtype) {
+                                const std::string &kv_cache_dtype, int64_t prompt_cache_bytes) {
     akunu::LoadOptions opt;
     opt.backend = backend;
     opt.context_length = context_length;
     opt.threads = threads;
+    opt.prompt_cache_bytes = prompt_cache_bytes;
     if (!akunu::kv_cache_dtype_from_name(kv_cache_dtype, &opt.kv_cache_dtype))
         throw std::invalid_argument("kv_cache_dtype must be 'f16' or 'q8_0', got '" + kv_cache_dtype + "'");
     return opt;
@@ -147,19 +148,24 @@ void bind_model(nb::module_ &m) {
         .def_ro("max_tokens", &SamplingConfig::max_tokens);
 
     nb::class_<akunu::GenerationStats>(m, "GenerationStats", "Timing and token counts of the last generation.")
-        .def_ro("prompt_tokens", &akunu::GenerationStats::prompt_tokens)
+        .def_ro("prompt_tokens", &akunu::GenerationStats::prompt_tokens, "Tokens of the whole prompt.")
+        .def_ro("cached_tokens", &akunu::GenerationStats::cached_tokens,
+                "Prompt tokens reused from the KV cache or the prompt cache, not prefilled.")
         .def_ro("generated_tokens", &akunu::GenerationStats::generated_tokens)
         .def_ro("decode_steps", &akunu::GenerationStats::decode_steps)
-        .def_ro("prefill_ms", &akunu::GenerationStats::prefill_ms)
+        .def_ro("prefill_ms", &akunu::GenerationStats::prefill_ms,
+                "Time to the first token: reusing the cached prefix, then prefilling the rest.")
         .def_ro("decode_ms", &akunu::GenerationStats::decode_ms)
-        .def_prop_ro("prefill_tokens_per_sec", &akunu::GenerationStats::prefill_tokens_per_sec)
+        .def_prop_ro("prefill_tokens_per_sec", &akunu::GenerationStats::prefill_tokens_per_sec,
+                     "Prefilled (not reused) prompt tokens per second of prefill_ms.")
         .def_prop_ro("decode_tokens_per_sec", &akunu::GenerationStats::decode_tokens_per_sec)
         .def("__repr__", [](const akunu::GenerationStats &s) {
             char buf[256];
             std::snprintf(buf, sizeof(buf),
-                          "GenerationStats(prompt_tokens=%d, generated_tokens=%d, prefill_ms=%.1f, decode_ms=%.1f, "
-                          "prefill_tokens_per_sec=%.1f, decode_tokens_per_sec=%.1f)",
-                          s.prompt_tokens, s.generated_tokens, s.prefill_ms, s.decode_ms, s.prefill_tokens_per_sec(),
+                          "GenerationStats(prompt_tokens=%d, cached_tokens=%d, generated_tokens=%d, prefill_ms=%.1f, "
+                          "decode_ms=%.1f, prefill_tokens_per_sec=%.1f, decode_tokens_per_sec=%.1f)",
+                          s.prompt_tokens, s.cached_tokens, s.generated_tokens, s.prefill_ms, s.decode_ms,
+                          s.prefill_tokens_per_sec(),
                           s.decode_tokens_per_sec());
             return std::string(buf);
         });
@@ -168,19 +174,25 @@ void bind_model(nb::module_ &m) {
         .def(
             "__init__",
             [](PyModel *self, const std::string &path, const std::string &backend, int context_length, int threads,
-               const std::string &kv_cache_dtype) {
-                new (self) PyModel{Model::load(path, load_options(backend, context_length, threads, kv_cache_dtype))};
+               const std::string &kv_cache_dtype, int64_t prompt_cache_bytes) {
+                new (self) PyModel{Model::load(
+                    path, load_options(backend, context_length, threads, kv_cache_dtype, prompt_cache_bytes))};
             },
             nb::arg("path"), nb::arg("backend") = "auto", nb::arg("context_length") = 0, nb::arg("threads") = 0,
-            nb::arg("kv_cache_dtype") = "f16", nb::call_guard<nb::gil_scoped_release>())
+            nb::arg("kv_cache_dtype") = "f16", nb::arg("prompt_cache_bytes") = -1,
+            nb::call_guard<nb::gil_scoped_release>(),
+            "Load a GGUF file. prompt_cache_bytes: host memory for recent conversations' KV caches (0: none, "
+            "-1: the KV cache's size).")
         .def(
             "__init__",
             [](PyModel *self, const akunu::HFCheckpoint &checkpoint, const std::string &backend, int context_length,
-               int threads, const std::string &kv_cache_dtype) {
-                new (self) PyModel{Model::load(checkpoint, load_options(backend, context_length, threads, kv_cache_dtype))};
+               int threads, const std::string &kv_cache_dtype, int64_t prompt_cache_bytes) {
+                new (self) PyModel{Model::load(
+                    checkpoint, load_options(backend, context_length, threads, kv_cache_dtype, prompt_cache_bytes))};
             },
             nb::arg("checkpoint"), nb::arg("backend") = "auto", nb::arg("context_length") = 0, nb::arg("threads") = 0,
-            nb::arg("kv_cache_dtype") = "f16", nb::call_guard<nb::gil_scoped_release>(),
+            nb::arg("kv_cache_dtype") = "f16", nb::arg("prompt_cache_bytes") = -1,
+            nb::call_guard<nb::gil_scoped_release>(),
             "Load a Hugging Face checkpoint described by an HFCheckpoint (see akunu.hf_checkpoint).")
         .def(
             "close",
@@ -194,6 +206,14 @@ void bind_model(nb::module_ &m) {
         .def_prop_ro("device_name", [](PyModel &s) { return s.get()->device().name(); })
         .def_prop_ro("context_length", [](PyModel &s) { return s.get()->context_length(); })
         .def_prop_ro("position", [](PyModel &s) { return s.get()->position(); }, "Tokens in the KV cache.")
+        .def_prop_ro("cached_tokens", [](PyModel &s) { return s.get()->cached_tokens(); },
+                     "The token at each position of the KV cache (what the next session may reuse).")
+        .def_prop_ro("prompt_cache_bytes", [](PyModel &s) { return s.get()->prompt_cache().budget_bytes(); },
+                     "Host memory the prompt cache may use for saved conversations (0: off).")
+        .def_prop_ro("prompt_cache_used_bytes", [](PyModel &s) { return s.get()->prompt_cache().used_bytes(); },
+                     "Host memory the saved conversations use now.")
+        .def_prop_ro("prompt_cache_entries", [](PyModel &s) { return s.get()->prompt_cache().entries(); },
+                     "Conversations saved in the prompt cache.")
         .def_prop_ro("tokenizer", [](PyModel &s) -> nb::object {
             auto tok = s.get()->tokenizer();  // null for Hugging Face checkpoints: Python supplies one
             if (!tok) return nb::none();
@@ -213,7 +233,7 @@ void bind_model(nb::module_ &m) {
                      [](PyModel &s) { return std::string(akunu::kv_cache_dtype_name(s.get()->kv_cache_dtype())); },
                      "Element type of the KV cache: \"f16\" or \"q8_0\" (8-bit blocks of 32, half the memory).")
         .def_prop_ro("stats", [](PyModel &s) { return s.get()->stats(); })
-        .def("reset", [](PyModel &s) { s.get()->reset(); }, "Empty the KV cache.")
+        .def("reset", [](PyModel &s) { s.get()->reset(); }, "Empty the KV cache and the prompt cache.")
         .def(
             "prefill", [](PyModel &s, const std::vector<int64_t> &tokens) { return s.get()->prefill(to_ids(tokens)); },
             nb::arg("tokens"), nb::call_guard<nb::gil_scoped_release>(),
@@ -260,6 +280,19 @@ void bind_model(nb::module_ &m) {
             "Teacher-forced logits of positions first.. of tokens, from a fresh cache: float32 array\n"
             "[len(tokens) - first, vocab].")
         .def(
+            "_last_logits",
+            [](PyModel &s) {
+                std::vector<float> *data;
+                {
+                    nb::gil_scoped_release release;
+                    data = new std::vector<float>(s.get()->last_logits());
+                }
+                nb::capsule owner(data, [](void *p) noexcept { delete static_cast<std::vector<float> *>(p); });
+                return nb::ndarray<nb::numpy, float, nb::ndim<1>>(data->data(), {data->size()}, owner);
+            },
+            "The logits the last forward pass left for its last position: float32 [vocab] (the model's after a "
+            "greedy prefill or decode; a grammar's mask or the repetition penalty change them in place).")
+        .def(
             "_begin",
             [](PyModel &s, const std::vector<int64_t> &prompt, const akunu::SamplingConfig &sampling) {
                 std::vector<int32_t> ids = to_ids(prompt);
@@ -267,7 +300,8 @@ void bind_model(nb::module_ &m) {
                 s.get()->begin_generation(ids, sampling);
             },
             nb::arg("prompt"), nb::arg("sampling"),
-            "Start a generation session (akunu.Model.stream and the like call this); _next_tokens() continues it.")
+            "Start a generation session (akunu.Model.stream and the like call this), reusing the cached prefix it "
+            "shares with the prompt; _next_tokens() continues it.")
         .def("_next_tokens", [](PyModel &s) { return s.get()->next_tokens(); }, nb::call_guard<nb::gil_scoped_release>())
         // A grammar-constrained session (akunu.Model with grammar=, python/akunu/constrained.py).
         .def(
@@ -277,7 +311,8 @@ void bind_model(nb::module_ &m) {
                 nb::gil_scoped_release release;
                 s.get()->begin_constrained(ids, sampling);
             },
-            nb::arg("prompt"), nb::arg("sampling"), "Reset and prefill `prompt` for a grammar-constrained session.")
+            nb::arg("prompt"), nb::arg("sampling"),
+            "Prefill `prompt` (past the cached prefix it shares) for a grammar-constrained session.")
         .def(
             "_choose_token",
             [](PyModel &s, nb::ndarray<const int32_t, nb::ndim<1>, nb::c_contig, nb::device::cpu> mask) {

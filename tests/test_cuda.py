@@ -1008,14 +1008,21 @@ def test_server_errors_on_cuda(cuda_server):
 import prompt_reuse_checks as pr  # noqa: E402
 
 
+# A random-weight Llama (the GPU machines have no SmolLM2): head_dim 64 so that CUDA takes the Q8_0
+# cache too. Its logits are flat, so near ties are common: a stricter test of bit-identical caches.
+SPECS["reuse_hd64"] = tm.family_spec("llama", "reuse_hd64", dtype="Q4_0", hidden=256, n_heads=4, n_kv_heads=2,
+                                     head_dim=64, ffn=512, seed=23)
+
+
 @pytest.fixture(scope="module")
-def smollm2_cuda(smollm2_path):
-    """(served, fresh) SmolLM2 models on CUDA with the F16 and the Q8_0 KV cache."""
+def reuse_cuda(gguf_dir):
+    """(served, fresh) models on CUDA with the F16 and the Q8_0 KV cache (SPECS["reuse_hd64"])."""
+    path = gw.build_gguf(SPECS["reuse_hd64"], gguf_dir)[0]
     cache = {}
 
     def get(kv_cache_dtype):
         if kv_cache_dtype not in cache:
-            cache[kv_cache_dtype] = tuple(akunu.Model(str(smollm2_path), backend="cuda", kv_cache_dtype=kv_cache_dtype,
+            cache[kv_cache_dtype] = tuple(akunu.Model(str(path), backend="cuda", kv_cache_dtype=kv_cache_dtype,
                                                       prompt_cache_bytes=size) for size in (None, 0))
         return cache[kv_cache_dtype]
 
@@ -1024,19 +1031,21 @@ def smollm2_cuda(smollm2_path):
 
 @pytest.mark.parametrize("kv_cache_dtype", ["f16", "q8_0"])
 @pytest.mark.parametrize("settings", [{}, pr.SEEDED], ids=["greedy", "seeded"])
-def test_prompt_reuse_chat_equals_fresh_on_cuda(settings, kv_cache_dtype, smollm2_cuda):
+def test_prompt_reuse_chat_equals_fresh_on_cuda(settings, kv_cache_dtype, reuse_cuda):
     """10 turns, each reply identical to a fresh CUDA model's, each turn reusing the previous prompt whole."""
-    served, fresh = smollm2_cuda(kv_cache_dtype)
+    served, fresh = reuse_cuda(kv_cache_dtype)
     turns = pr.run_chat(served, fresh, pr.QUESTIONS, **settings)
-    assert all(prompt - cached < 60 for prompt, cached in turns[1:]), turns
+    # Each turn reuses at least the previous turn's prompt (its reply as the template writes it
+    # may tokenize otherwise than it was generated).
+    assert all(cached >= previous - 2 for (previous, _), (_, cached) in zip(turns, turns[1:])), turns
 
 
 @pytest.mark.parametrize("kv_cache_dtype", ["f16", "q8_0"])
-def test_prompt_reuse_logits_on_cuda(kv_cache_dtype, smollm2_cuda):
+def test_prompt_reuse_logits_on_cuda(kv_cache_dtype, reuse_cuda):
     """Rolled back into the prompt and into the decoded output: the next logits are a fresh CUDA
     model's within the CUDA-vs-CPU tolerance; the largest difference is in the failure message of
     the exact check after it (exact is what makes every reply a fresh model's)."""
-    served, fresh = smollm2_cuda(kv_cache_dtype)
+    served, fresh = reuse_cuda(kv_cache_dtype)
     ids = pr.chat_ids(served, [{"role": "user", "content": "Write a long story about the sea."}])
 
     def build(model):
@@ -1049,10 +1058,10 @@ def test_prompt_reuse_logits_on_cuda(kv_cache_dtype, smollm2_cuda):
     assert worst == 0.0, f"logits after reuse differ from a fresh prefill's by up to {worst} on CUDA"
 
 
-def test_prompt_cache_round_trip_is_exact_on_cuda(smollm2_cuda):
+def test_prompt_cache_round_trip_is_exact_on_cuda(reuse_cuda):
     """A conversation set aside (its KV rows read back from the GPU) and restored (written again)
     continues bit for bit as it would have from the live cache."""
-    served, _ = smollm2_cuda("f16")
+    served, _ = reuse_cuda("f16")
     a = pr.chat_ids(served, [{"role": "user", "content": pr.CONVERSATION_A[0]}])
     b = pr.chat_ids(served, [{"role": "user", "content": pr.CONVERSATION_B[0]}])
     more = served.tokenizer.encode(" And one more line.", add_special=False)
@@ -1071,9 +1080,9 @@ def test_prompt_cache_round_trip_is_exact_on_cuda(smollm2_cuda):
     assert np.array_equal(continued(False), continued(True))
 
 
-def test_prompt_reuse_interleaved_on_cuda(smollm2_cuda):
+def test_prompt_reuse_interleaved_on_cuda(reuse_cuda):
     for kv_cache_dtype in ("f16", "q8_0"):
-        served, fresh = smollm2_cuda(kv_cache_dtype)
+        served, fresh = reuse_cuda(kv_cache_dtype)
         pr.run_interleaved(served, fresh)
 
 

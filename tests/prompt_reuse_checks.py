@@ -36,8 +36,14 @@ def common_prefix(a, b) -> int:
 
 
 def reusable(cached, prompt) -> int:
-    """What a full-attention model may reuse: the common prefix, short of the prompt's last token."""
+    """What a full-attention model may reuse of `cached` (the positions the engine offers for reuse,
+    _engine.cached_tokens[:_engine.reusable_length]): the common prefix, short of the prompt's last token."""
     return min(common_prefix(cached, prompt), len(prompt) - 1)
+
+
+def reusable_cache(model) -> list[int]:
+    """The cached tokens a next prompt may keep (all on the CPU; on CUDA the last prompt's)."""
+    return list(model._engine.cached_tokens)[:model._engine.reusable_length]
 
 
 def divergence(fresh, prompt, got, want) -> str:
@@ -83,7 +89,7 @@ def run_chat(served, fresh, questions, max_tokens=64, **settings) -> list[tuple[
     for q in questions:
         messages.append({"role": "user", "content": q})
         ids = chat_ids(served, messages)
-        cached_before = list(served._engine.cached_tokens)
+        cached_before = reusable_cache(served)
         reply = served.chat(messages, max_tokens=max_tokens, **settings)
         stats = served.stats
         assert stats.prompt_tokens == len(ids)
@@ -139,10 +145,11 @@ def assert_rollback_logits(served, fresh, build, new_tokens, points, atol) -> fl
     for p in points:
         build(served)
         cached = list(served._engine.cached_tokens)
+        keepable = served._engine.reusable_length
         assert p < len(cached)
         prompt = cached[:p] + list(new_tokens)
         got = rollback_logits(served, prompt)
-        assert served.stats.cached_tokens == p
+        assert served.stats.cached_tokens == min(p, keepable)
         want = np.asarray(fresh.logits(prompt)[-1])
         np.testing.assert_allclose(got, want, rtol=0, atol=atol, err_msg=f"rolled back to {p} of {len(cached)}")
         worst = max(worst, float(np.abs(got - want).max()))

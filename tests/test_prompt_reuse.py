@@ -368,3 +368,12 @@ def test_tiny_model_chat_of_token_prompts(akunu_mod, tiny_gguf, varied_ids):
         assert got == want, pr.divergence(fresh, prompt, got, want)
         history = prompt + got
 
+
+
+def test_cpu_reuses_generated_positions_too(smollm2):
+    """On the CPU a decode step writes K/V bit for bit as a prefill does (above), so every cached
+    position is offered for reuse, the reply's included (CUDA offers only the prompt's)."""
+    smollm2.reset()
+    ids = pr.chat_ids(smollm2, [{"role": "user", "content": "Hello!"}])
+    smollm2.generate_tokens(ids, max_tokens=12)
+    assert smollm2._engine.reusable_length == len(smollm2._engine.cached_tokens) > len(ids)

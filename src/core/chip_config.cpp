@@ -45,6 +45,7 @@ ChipConfig ChipConfig::for_gpu(int sm_count, size_t l2_bytes) {
     c.fuse_gemv_activation = true;
     c.fuse_rope_into_attention = true;
     c.windowed_kv_cache = true;
+    c.decode_rows_match_prefill = false;
     c.q8_kv_head_dims = {64, 128};
     c.q8_kv_max_group = 16;
     // Launches are expensive relative to small-model kernels: chain many tokens per submission.

@@ -36,6 +36,12 @@ struct ChipConfig {
     // cache, not the whole context (KVCache::layer_length). For backends whose KV kernels address
     // rows as position % max_seq (the CPU's and CUDA's).
     bool windowed_kv_cache = false;
+    // Whether a decode step writes a position's K/V rows bit for bit as a prefill pass does. Then
+    // prompt reuse keeps generated positions too; otherwise only positions a prefill wrote, so a
+    // reply after reuse equals a fresh model's (docs/adr/0018-prompt-reuse.md). True on the CPU
+    // (decode's GEMV and prefill's GEMM share their dot products); false on CUDA (GEMV and split-K
+    // attention vs tiled GEMM and tensor-core attention round differently).
+    bool decode_rows_match_prefill = true;
     // Shapes the backend's kernels read a Q8_0 KV cache in: these head sizes (empty: every multiple
     // of 32) and at most this many query heads per KV head (0: any). A GPU reads it only in its
     // tensor-core attention kernels, which cover head_dim 64 and 128 and GQA groups up to 16.

@@ -13,6 +13,7 @@ namespace akunu {
 
 struct KVSnapshot {
     std::vector<int32_t> tokens;  // the token at each saved position
+    int prefilled = 0;            // positions [0, prefilled) were written by prefill passes
     std::vector<uint8_t> rows;    // every layer's K and V rows, in save_kv_rows' order
 
     size_t bytes() const { return rows.size() + tokens.size() * sizeof(int32_t); }

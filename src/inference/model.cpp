@@ -136,7 +136,7 @@ std::vector<float> Model::evaluate_logits(const std::vector<int32_t> &tokens, si
     // The rows before first_row only fill the cache: what the live cache already holds of them is
     // kept (a logprobs pass over a reply just generated runs only the reply's rows), the rest is a
     // plain prefill with no logits computed.
-    const int keep = std::min(reusable_prefix(kv_.tokens(), tokens), (int)first_row);
+    const int keep = std::min(reusable_prefix(kv_.tokens(), prompt_end_, tokens), (int)first_row);
     kv_.truncate(keep);
     const size_t vocab = config_.vocab_size;
     const std::vector<int32_t> head(tokens.begin() + keep, tokens.begin() + first_row);

@@ -77,6 +77,11 @@ public:
     int position() const { return kv_.length(); }
     // The token at each cached position (what the next session may reuse).
     const std::vector<int32_t> &cached_tokens() const { return kv_.tokens(); }
+    // How many cached positions a next prompt could keep: all of them, or where decode steps round
+    // otherwise than prefill (ChipConfig::decode_rows_match_prefill) those of the last prompt.
+    int reusable_length() const {
+        return chip_.decode_rows_match_prefill ? kv_.length() : std::min(prompt_end_, kv_.length());
+    }
     const PromptCache &prompt_cache() const { return prompt_cache_; }
     size_t kv_cache_bytes() const { return kv_.bytes(); }
     KVCacheDType kv_cache_dtype() const { return kv_.dtype; }
@@ -161,8 +166,9 @@ private:
     // the prompt tokens left to run.
     std::vector<int32_t> start_session(const std::vector<int32_t> &prompt, const SamplingConfig &sampling);
     // --- prompt reuse (inference/prompt_reuse.cpp) ---
-    // How many positions of a cache holding `cached` a session for `prompt` can keep.
-    int reusable_prefix(const std::vector<int32_t> &cached, const std::vector<int32_t> &prompt) const;
+    // How many positions of a cache holding `cached` (the first `prefilled` written by prefill
+    // passes) a session for `prompt` can keep.
+    int reusable_prefix(const std::vector<int32_t> &cached, int prefilled, const std::vector<int32_t> &prompt) const;
     // Rolls the cache back to its reusable prefix of `prompt`, first trading it for a saved
     // conversation that shares more and saving it if most of it would be lost; returns the length.
     int reuse_cached_prefix(const std::vector<int32_t> &prompt);
@@ -186,8 +192,8 @@ private:
     ChipConfig chip_;
     ModelWeights weights_;
     KVCache kv_;
-    // Cached positions [0, prompt_end_) hold the last prompt run (a session's or prefill()'s); the
-    // rest were generated after it. A prompt that departs from the cache before prompt_end_ starts
+    // Cached positions [0, prompt_end_) hold the last prompt run (a session's or prefill()'s), written
+    // by prefill passes (or kept from earlier ones); the rest were generated after it. A prompt that departs from the cache before prompt_end_ starts
     // another conversation (or edits this one), and the prompt cache keeps this one.
     int prompt_end_ = 0;
     PromptCache prompt_cache_;

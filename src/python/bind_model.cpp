@@ -208,6 +208,9 @@ void bind_model(nb::module_ &m) {
         .def_prop_ro("position", [](PyModel &s) { return s.get()->position(); }, "Tokens in the KV cache.")
         .def_prop_ro("cached_tokens", [](PyModel &s) { return s.get()->cached_tokens(); },
                      "The token at each position of the KV cache (what the next session may reuse).")
+        .def_prop_ro("reusable_length", [](PyModel &s) { return s.get()->reusable_length(); },
+                     "How many of cached_tokens a next prompt could keep (on CUDA only the last prompt's: "
+                     "decode steps round otherwise than a prefill).")
         .def_prop_ro("prompt_cache_bytes", [](PyModel &s) { return s.get()->prompt_cache().budget_bytes(); },
                      "Host memory the prompt cache may use for saved conversations (0: off).")
         .def_prop_ro("prompt_cache_used_bytes", [](PyModel &s) { return s.get()->prompt_cache().used_bytes(); },

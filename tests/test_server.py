@@ -5,6 +5,7 @@ queue limit, cancellation on disconnect, idle unload, API key and several models
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -16,8 +17,9 @@ import jsonschema
 import openai
 import pytest
 
-from akunu import Model, SamplingParams
+from akunu import Model
 from akunu.server import ModelSpec, ServerConfig, load_config_file
+from akunu.server.scheduler import Job
 from server_harness import running_server, smollm2_config
 
 QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
@@ -342,8 +344,9 @@ def test_too_long_prompt_is_400_context_length_exceeded(server, smollm2_path):
         e = error_of(lambda: s.openai().chat.completions.create(
             model="short", messages=[{"role": "user", "content": "word " * 100}], max_tokens=4))
         assert e.status_code == 400 and e.body["code"] == "context_length_exceeded" and "64" in e.body["message"]
+        assert e.body["param"] == "messages"
         e = error_of(lambda: s.openai().completions.create(model="short", prompt=[1] * 70, max_tokens=4))
-        assert e.body["code"] == "context_length_exceeded"
+        assert e.body["code"] == "context_length_exceeded" and e.body["param"] == "prompt"
 
 
 def test_raw_http_errors(server):
@@ -434,8 +437,6 @@ def test_full_queue_is_429_with_retry_after(smollm2_path):
         worker = s.worker("smollm2")
         hold = threading.Event()
         # Occupy the worker with a job that waits, and the one queue place with a request.
-        from akunu.server.scheduler import Job
-        import asyncio
         blocker = Job(lambda model, job: hold.wait(30), asyncio.new_event_loop())
         worker.submit(blocker)
         deadline = time.monotonic() + 10
@@ -468,6 +469,26 @@ def test_disconnect_cancels_the_generation(smollm2_path):
             time.sleep(0.02)
         assert not worker.busy, "the worker kept generating for a client that left"
         assert worker.model.stats.generated_tokens < 1000
+
+
+def test_stream_whose_client_leaves_while_queued_never_runs(smollm2_path):
+    with running_server(smollm2_config(smollm2_path)) as s:
+        worker = s.worker("smollm2")
+        s.openai().chat.completions.create(model="smollm2", messages=QUESTION, max_tokens=2)
+        before = worker.model.stats.prompt_tokens
+        hold = threading.Event()
+        worker.submit(Job(lambda model, job: hold.wait(30), asyncio.new_event_loop()))
+        long_prompt = [{"role": "user", "content": "word " * 50}]
+        with pytest.raises(httpx.ReadTimeout):  # the client gives up while its request waits
+            with httpx.stream("POST", s.v1 + "/chat/completions", timeout=httpx.Timeout(60, read=0.5), json={
+                    "model": "smollm2", "messages": long_prompt, "max_tokens": 8, "stream": True}) as r:
+                r.read()
+        time.sleep(1.5)  # the server looks for a departed client every 0.5 s while a request waits
+        hold.set()
+        deadline = time.monotonic() + 10
+        while (worker.busy or worker.waiting) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert worker.model.stats.prompt_tokens == before, "the abandoned request was generated anyway"
 
 
 def test_idle_model_is_unloaded_and_reloaded(smollm2_path):

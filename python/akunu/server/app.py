@@ -308,15 +308,20 @@ async def _stream(request: Request, job: Job, plan: Plan, writer: ChunkWriter, c
     choices of chunks. The first event is awaited before answering, so that an error before any
     text (a prompt that does not fit, a grammar the engine rejects) is an HTTP error, not a 200
     with an error event."""
-    events = _events(job)
     started = time.monotonic()
+    # Until the response starts, a client that leaves (while its request waits in the queue, or
+    # during its prefill) is noticed by polling; after that by the response's own disconnect watch.
+    waiting = _events(job, request)
     try:
-        first = await events.__anext__()
+        first = await waiting.__anext__()
     except StopAsyncIteration:
         first = None
     except APIError:
         job.cancel()
         raise
+    finally:
+        await waiting.aclose()
+    events = _events(job)
 
     async def all_events():
         if first is not None:

@@ -50,13 +50,14 @@ def sampling_params(req: SamplingFields, max_tokens: int, grammar: Optional[Gram
         raise APIError(400, str(e)) from None
 
 
-def max_tokens_for(req: SamplingFields, requested: Optional[int], default: int, prompt_tokens: int, model: Model,
-                   config: ServerConfig, param: str) -> int:
+def max_tokens_for(requested: Optional[int], default: int, prompt_tokens: int, model: Model, config: ServerConfig,
+                   param: str, prompt_param: str) -> int:
+    """The request's max_tokens (`param` names its field) checked against the server's limit, or
+    the default; a prompt (field `prompt_param`) that leaves no room is a 400."""
     ctx = model.context_length
     if prompt_tokens >= ctx:
         raise APIError(400, f"this model's maximum context length is {ctx} tokens, but the prompt has {prompt_tokens} "
-                            "tokens; shorten it", param="messages" if param == "max_completion_tokens" else "prompt",
-                       code="context_length_exceeded")
+                            "tokens; shorten it", param=prompt_param, code="context_length_exceeded")
     if requested is not None and requested > config.max_tokens_limit:
         raise APIError(400, f"{param} is {requested}; this server allows at most {config.max_tokens_limit}",
                        param=param)
@@ -138,7 +139,7 @@ def chat_plan(req: ChatCompletionRequest, model: Model, config: ServerConfig, pr
     ids = model.tokenizer.encode(prompt_text, add_special=False, parse_special=True)
     requested = req.max_completion_tokens if req.max_completion_tokens is not None else req.max_tokens
     param = "max_completion_tokens" if req.max_completion_tokens is not None else "max_tokens"
-    max_tokens = max_tokens_for(req, requested, config.default_max_tokens, len(ids), model, config, param)
+    max_tokens = max_tokens_for(requested, config.default_max_tokens, len(ids), model, config, param, "messages")
     if req.top_logprobs is not None and not req.logprobs:
         raise APIError(400, "top_logprobs needs logprobs: true", param="top_logprobs")
     logprobs = (req.top_logprobs or 0) if req.logprobs else None
@@ -184,6 +185,6 @@ def completion_plan(req: CompletionRequest, model: Model, config: ServerConfig) 
     if len(prompts) * req.n > 64:
         raise APIError(400, f"{len(prompts)} prompts x n={req.n} choices is more than 64", param="n")
     longest = max(len(p) for p in prompts)
-    max_tokens = max_tokens_for(req, req.max_tokens, COMPLETIONS_MAX_TOKENS, longest, model, config, "max_tokens")
+    max_tokens = max_tokens_for(req.max_tokens, COMPLETIONS_MAX_TOKENS, longest, model, config, "max_tokens", "prompt")
     return Plan(prompts, sampling_params(req, max_tokens, None), n=req.n, default_max_tokens=max_tokens,
                 logprobs=req.logprobs)

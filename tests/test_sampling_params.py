@@ -186,9 +186,10 @@ def test_stray_keywords_and_positional_max_tokens_raise(smollm2):
 def test_model_holds_the_engine(akunu_mod, smollm2):
     assert not isinstance(smollm2, akunu_mod._core.Model)
     assert isinstance(smollm2._engine, akunu_mod._core.Model)
-    for internal in ("prefill", "decode_step", "chain_decode", "profile_decode_step", "reset", "position",
+    for internal in ("prefill", "decode_step", "chain_decode", "profile_decode_step", "position",
                      "table_builds", "loader_owned_bytes", "_begin", "_next_tokens"):
         assert not hasattr(smollm2, internal), internal
+    assert "reset" in vars(akunu_mod.Model)  # Model's own (the KV cache and the prompt cache), not the engine's
     assert smollm2.config["n_layers"] == smollm2._engine.config["n_layers"]
     assert (smollm2.backend, smollm2.device_name, smollm2.context_length, smollm2.kv_cache_dtype, smollm2.format) == \
         (smollm2._engine.backend, smollm2._engine.device_name, smollm2._engine.context_length,

@@ -454,7 +454,8 @@ def test_full_queue_is_429_with_retry_after(smollm2_path):
         assert results and results[0][0] == "ok"  # the queued request still completes
 
 
-def test_disconnect_cancels_the_generation(smollm2_path):
+def test_disconnect_cancels_the_generation(smollm2_path, caplog):
+    caplog.set_level("INFO", logger="akunu.server")
     with running_server(smollm2_config(smollm2_path, max_tokens_limit=4096)) as s:
         worker = s.worker("smollm2")
         with httpx.stream("POST", s.v1 + "/chat/completions", json={
@@ -469,6 +470,8 @@ def test_disconnect_cancels_the_generation(smollm2_path):
             time.sleep(0.02)
         assert not worker.busy, "the worker kept generating for a client that left"
         assert worker.model.stats.generated_tokens < 1000
+    cancelled = [r.getMessage() for r in caplog.records if "cancelled" in r.getMessage()]
+    assert len(cancelled) == 1 and "POST /v1/chat/completions 200" in cancelled[0], caplog.text
 
 
 def test_stream_whose_client_leaves_while_queued_never_runs(smollm2_path):

@@ -332,6 +332,7 @@ async def _stream(request: Request, job: Job, plan: Plan, writer: ChunkWriter, c
     async def body():
         ends: dict[int, End] = {}
         opened = set()
+        sent_tokens, done = 0, False
         try:
             async for kind, p in all_events():
                 if not opened:
@@ -340,6 +341,7 @@ async def _stream(request: Request, job: Job, plan: Plan, writer: ChunkWriter, c
                     opened.add(p.index)
                     yield writer.chunk(choices.opening(p.index))
                 if kind == "delta":
+                    sent_tokens += len(p.tokens)
                     parts = choices.delta(p)
                 else:
                     ends[p.index] = p
@@ -349,12 +351,17 @@ async def _stream(request: Request, job: Job, plan: Plan, writer: ChunkWriter, c
             if writer.include_usage:
                 yield writer.chunk([], _usage(plan, ends))
             yield sse("[DONE]")
+            done = True
             _record(metrics, worker, route, plan, ends, started)
             _log_line(request.state, worker, ends)
         except APIError as e:  # after the 200 went out: the error as the last event
+            done = True
             yield sse(error_body(e.status, e.message, e.param, e.code))
         finally:
             job.cancel()  # a client that disconnected stops its generation here
+            if not done:
+                request.state.log = (f"model={worker.spec.name} cancelled: the client left after {sent_tokens} "
+                                     "generated tokens")
 
     return StreamingResponse(body(), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})

@@ -335,6 +335,10 @@ class Model:
         tok = self.tokenizer
         utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
         for chunk in chunks:
+            if not matcher.stops:  # nothing to cut: the chunk's text at once
+                raw = b"".join(b"" if tok.is_control(t) else tok.token_to_piece(t) for t in chunk)
+                yield utf8.decode(raw), chunk
+                continue
             texts = []
             for i, t in enumerate(chunk):
                 raw = b"" if tok.is_control(t) else tok.token_to_piece(t)

@@ -106,9 +106,9 @@ std::vector<int32_t> Model::replay_chain(const DispatchTable &table, int32_t tok
     device_->write_buffer(scratch_.token_ids, &first, 4);
     device_->encode_dispatch_table(table, kv_.length(), n);
     device_->synchronize();
-    std::vector<uint32_t> produced((size_t)n);
-    device_->read_buffer(produced.data(), scratch_.token_ids, (size_t)n * 4, 4);
-    std::vector<int32_t> out(produced.begin(), produced.end());
+    // Token slots hold vocabulary ids (< 2^31): read as int32 directly.
+    std::vector<int32_t> out((size_t)n);
+    device_->read_buffer(out.data(), scratch_.token_ids, (size_t)n * 4, 4);
     // The chain fed `token`, then each produced token but the last (that one feeds the next chain).
     kv_.append(&token, 1);
     kv_.append(out.data(), (size_t)n - 1);

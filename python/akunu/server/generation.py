@@ -26,8 +26,7 @@ from ..stop import StopMatcher
 class Plan:
     prompts: list[list[int]]          # one or more tokenized prompts (completions may send several)
     params: SamplingParams
-    n: int = 1                        # choices per prompt
-    default_max_tokens: int = 16
+    n: int = 1                        # choices per prompt (params.max_tokens is always set)
     logprobs: Optional[int] = None    # None: off; k: each token's logprob and the k most likely
 
 
@@ -73,7 +72,7 @@ def run_plan(model: Model, plan: Plan, job) -> None:
 
 def _run_choice(model: Model, prompt: list[int], params: SamplingParams, plan: Plan, index: int, job) -> None:
     matcher = StopMatcher(params.stop)
-    pieces = model._text_pieces(matcher, model._token_chunks(prompt, params, plan.default_max_tokens))
+    pieces = model._text_pieces(matcher, model._token_chunks(prompt, params, params.max_tokens))
     buffered = plan.logprobs is not None  # logprobs need the whole output first (one teacher-forced pass)
     tokens, texts, held = [], [], []
     for text, piece_tokens in pieces:

@@ -143,8 +143,7 @@ def chat_plan(req: ChatCompletionRequest, model: Model, config: ServerConfig, pr
     if req.top_logprobs is not None and not req.logprobs:
         raise APIError(400, "top_logprobs needs logprobs: true", param="top_logprobs")
     logprobs = (req.top_logprobs or 0) if req.logprobs else None
-    return Plan([ids], sampling_params(req, max_tokens, grammar), n=req.n, default_max_tokens=max_tokens,
-                logprobs=logprobs)
+    return Plan([ids], sampling_params(req, max_tokens, grammar), n=req.n, logprobs=logprobs)
 
 
 # --- completions ----------------------------------------------------------------------------
@@ -186,5 +185,4 @@ def completion_plan(req: CompletionRequest, model: Model, config: ServerConfig) 
         raise APIError(400, f"{len(prompts)} prompts x n={req.n} choices is more than 64", param="n")
     longest = max(len(p) for p in prompts)
     max_tokens = max_tokens_for(req.max_tokens, COMPLETIONS_MAX_TOKENS, longest, model, config, "max_tokens", "prompt")
-    return Plan(prompts, sampling_params(req, max_tokens, None), n=req.n, default_max_tokens=max_tokens,
-                logprobs=req.logprobs)
+    return Plan(prompts, sampling_params(req, max_tokens, None), n=req.n, logprobs=req.logprobs)

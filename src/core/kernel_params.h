@@ -3,8 +3,15 @@
 // the KV cache is head-major, cache[kv_head][position][head_dim], F16 for the kernels named
 // *_kv_write / *_f16kv and Q8_0 planes (core/kv_cache_q8.h) for their *_q8 / *_q8kv variants,
 // which take the same parameters.
+//
+// The Metal kernels (metal/*.metal) include this file too, so it stays within what both C++17
+// and the Metal Shading Language accept: plain structs of 32-bit fields, enums, no static data.
 #pragma once
+#if defined(__METAL_VERSION__)
+#include <metal_stdlib>  // uint32_t
+#else
 #include <cstdint>
+#endif
 
 namespace akunu {
 
@@ -52,7 +59,7 @@ enum GemmOutputOp : uint32_t {
 // buffers: 0 x (converted activations), 1 y [M, y_stride], 2.. weights W_i [N_i, K],
 // then the norm weight F32 [K] when input_op is kGemmInputRMSNorm
 struct GemmParams {
-    static constexpr int kMaxParts = 3;
+    enum { kMaxParts = 3 };
     uint32_t M;
     uint32_t K;
     uint32_t n_parts;

@@ -1,0 +1,21 @@
+#include "backend/metal/metal_kernels.h"
+
+namespace akunu::metal {
+
+const std::vector<MetalKernelInfo> &metal_kernels() {
+    static const std::vector<MetalKernelInfo> kernels = {
+        // norm.metal: one group per row.
+        {"rmsnorm_f32", 256},
+        {"rmsnorm_add_f32", 256},
+        {"head_rmsnorm_f32", 128},
+    };
+    return kernels;
+}
+
+const MetalKernelInfo *find_metal_kernel(const std::string &name) {
+    for (const MetalKernelInfo &k : metal_kernels())
+        if (name == k.name) return &k;
+    return nullptr;
+}
+
+}  // namespace akunu::metal

@@ -1,0 +1,20 @@
+// The metal/ kernels compiled as C++ through the shim (one translation unit, as one Metal
+// library), and the registry that finds them by name.
+#include "metal_shim.h"
+
+#include "norm.metal"
+
+namespace shim {
+
+#define AKUNU_SHIM_KERNEL(name) {#name, &invoke<name>}
+
+const std::vector<KernelEntry> &kernels() {
+    static const std::vector<KernelEntry> entries = {
+        AKUNU_SHIM_KERNEL(rmsnorm_f32),
+        AKUNU_SHIM_KERNEL(rmsnorm_add_f32),
+        AKUNU_SHIM_KERNEL(head_rmsnorm_f32),
+    };
+    return entries;
+}
+
+}  // namespace shim

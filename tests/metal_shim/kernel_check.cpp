@@ -73,14 +73,19 @@ void run_cpu(const KernelCase &c, std::vector<Bytes> &buffers) {
 void run_metal(const KernelCase &c, std::vector<Bytes> &buffers) {
     const akunu::metal::MetalKernelInfo *info = akunu::metal::find_metal_kernel(c.kernel);
     if (!info) throw std::runtime_error("'" + c.kernel + "' is not in the Metal kernel table (metal_kernels.cpp)");
-    shim::KernelEntryFn fn = shim::find_kernel(c.kernel);
-    if (!fn) throw std::runtime_error("'" + c.kernel + "' is not in metal/ (shim_kernels.cpp)");
-    std::vector<void *> pointers;
-    for (Bytes &b : buffers) pointers.push_back(b.data());
+    const shim::KernelEntry *kernel = shim::find_kernel(c.kernel);
+    if (!kernel) throw std::runtime_error("'" + c.kernel + "' is not in metal/ (shim_kernels.cpp)");
+    if (kernel->buffer_slots != info->buffer_slots)
+        throw std::runtime_error("'" + c.kernel + "' declares " + std::to_string(kernel->buffer_slots) +
+                                 " buffers; the kernel table says " + std::to_string(info->buffer_slots));
+    if (buffers.size() > info->buffer_slots) throw std::runtime_error("the case binds more buffers than the kernel has");
+    // Slots the command leaves empty get no memory at all (MetalDevice binds a placeholder).
+    std::vector<void *> pointers(info->buffer_slots, nullptr);
+    for (size_t i = 0; i < buffers.size(); ++i) pointers[i] = buffers[i].data();
     // The parameter block is a copy of its own, as setBytes makes one.
     const Bytes params = c.params;
     shim::dispatch(metal::uint3(c.grid.x, c.grid.y, c.grid.z), info->threads_per_group,
-                   [&](const shim::ThreadArgs &t) { fn(pointers.data(), params.data(), t); });
+                   [&](const shim::ThreadArgs &t) { kernel->fn(pointers.data(), params.data(), t); });
 }
 
 // The worst relative error over the output, or -1 when an exact output differs.
@@ -123,6 +128,11 @@ int main(int argc, char **argv) {
     const std::string filter = argc > 1 ? argv[1] : "";
     if (filter == "--list-kernels") {
         for (const shim::KernelEntry &e : shim::kernels()) std::printf("%s\n", e.name);
+        return 0;
+    }
+    if (filter == "--list-cases") {  // kernel, then label
+        for (auto &[family, factory] : factories())
+            for (const KernelCase &c : factory()) std::printf("%s\t%s\n", c.kernel.c_str(), c.label.c_str());
         return 0;
     }
     int failed = 0, ran = 0;

@@ -315,14 +315,18 @@ void invoke(void *const *buffers, const void *params, const ThreadArgs &t) {
     call_kernel(Kernel, buffers, params, t);
 }
 
+// Buffer arguments a kernel declares (before its parameter struct).
+template <typename... Args> constexpr unsigned buffer_arguments(void (*)(Args...)) { return sizeof...(Args) - 6; }
+
 using KernelEntryFn = void (*)(void *const *buffers, const void *params, const ThreadArgs &t);
 struct KernelEntry {
     const char *name;
     KernelEntryFn fn;
+    unsigned buffer_slots;
 };
 // Every kernel in metal/, by its Metal function name (shim_kernels.cpp).
 const std::vector<KernelEntry> &kernels();
-KernelEntryFn find_kernel(const std::string &name);
+const KernelEntry *find_kernel(const std::string &name);
 
 }  // namespace shim
 

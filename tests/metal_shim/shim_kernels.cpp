@@ -6,7 +6,7 @@
 
 namespace shim {
 
-#define AKUNU_SHIM_KERNEL(name) {#name, &invoke<name>}
+#define AKUNU_SHIM_KERNEL(name) {#name, &invoke<name>, buffer_arguments(name)}
 
 const std::vector<KernelEntry> &kernels() {
     static const std::vector<KernelEntry> entries = {

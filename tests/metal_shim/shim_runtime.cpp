@@ -41,7 +41,6 @@ void dispatch(metal::uint3 groups, unsigned threads, const std::function<void(co
         simd[s]->barrier.reset(simd[s]->active_lanes);
     }
     std::mutex error_mutex;
-    std::string error;
     auto worker = [&](unsigned t) {
         ThreadContext &c = current();
         c.group_barrier = &group_barrier;
@@ -75,9 +74,9 @@ void dispatch(metal::uint3 groups, unsigned threads, const std::function<void(co
     for (std::thread &th : pool) th.join();
 }
 
-KernelEntryFn find_kernel(const std::string &name) {
+const KernelEntry *find_kernel(const std::string &name) {
     for (const KernelEntry &e : kernels())
-        if (name == e.name) return e.fn;
+        if (name == e.name) return &e;
     return nullptr;
 }
 

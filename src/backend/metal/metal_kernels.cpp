@@ -5,9 +5,9 @@ namespace akunu::metal {
 const std::vector<MetalKernelInfo> &metal_kernels() {
     static const std::vector<MetalKernelInfo> kernels = {
         // norm.metal: one group per row.
-        {"rmsnorm_f32", 256},
-        {"rmsnorm_add_f32", 256},
-        {"head_rmsnorm_f32", 128},
+        {"rmsnorm_f32", 256, 3},
+        {"rmsnorm_add_f32", 256, 3},
+        {"head_rmsnorm_f32", 128, 3},
     };
     return kernels;
 }

@@ -1,7 +1,10 @@
 // The Metal kernel library as the host sees it: every kernel in metal/ by name, with the
 // threads per threadgroup it is written for. Plain C++ (no Metal API), shared by MetalDevice
 // (metal_device.mm) and the Linux shim tests (tests/metal_shim/), which run each command the
-// way MetalDevice encodes it: threadgroups = the command's grid, threads = this number.
+// way MetalDevice encodes it: threadgroups = the command's grid, threads = threads_per_group,
+// the command's buffers at indices 0.. in their order (kernel_params.h), a placeholder buffer in
+// each slot the command leaves empty (optional inputs), and the parameter struct at index
+// buffer_slots.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -12,6 +15,7 @@ namespace akunu::metal {
 struct MetalKernelInfo {
     const char *name;
     uint32_t threads_per_group;
+    uint32_t buffer_slots;  // buffer arguments before the parameter struct
 };
 
 // Every kernel the Metal backend has.

@@ -60,4 +60,34 @@ ChipConfig ChipConfig::for_gpu(int sm_count, size_t l2_bytes) {
     return c;
 }
 
+ChipConfig ChipConfig::for_apple_gpu(int gpu_cores, size_t slc_bytes) {
+    ChipConfig c;
+    c.compute_units = std::max(1, gpu_cores);
+    c.last_level_cache = slc_bytes;
+    c.should_fuse_weights = true;
+    // A Metal dispatch costs a few microseconds of encoding and GPU scheduling, as a CUDA launch
+    // does: decode fuses the norms into the GEMVs, the gated activation into gate/up and RoPE +
+    // the KV write into attention (the book's fused kernels). Every Metal GEMV streams its norm.
+    c.fuse_gemv_norm_max_dim = ~0u;
+    c.fuse_streamed_norm_max_dim = ~0u;
+    c.fuse_gemv_activation = true;
+    c.fuse_rope_into_attention = true;
+    c.windowed_kv_cache = true;
+    // GEMV and tiled GEMM round differently, as on CUDA (docs/adr/0018-prompt-reuse.md).
+    c.decode_rows_match_prefill = false;
+    // Q8_0 KV-cache kernels read any head size that is a multiple of 32.
+    c.q8_kv_head_dims = {};
+    c.q8_kv_max_group = 0;
+    // The book's chain_decode_chunk: 128 on M4-class chips, 64 on the smallest.
+    c.chain_decode_chunk = gpu_cores >= 10 ? 128 : 64;
+    c.max_forced_decode_steps = 3;
+    c.max_prefill_chunk = gpu_cores >= 16 ? 2048 : 512;
+    c.max_logits_rows = 256;
+    // GEMV: one SIMD group per weight row, four per threadgroup, two rounds (8 rows a group);
+    // GEMM: 32 weight rows a group, the width of the simdgroup-matrix tile.
+    c.gemv_rows_per_unit = 8;
+    c.gemm_rows_per_unit = 32;
+    return c;
+}
+
 }  // namespace akunu

@@ -62,6 +62,8 @@ struct ChipConfig {
     static ChipConfig for_cpu(int threads, size_t llc_bytes);
     // A discrete GPU with `sm_count` multiprocessors and an L2 of `l2_bytes`.
     static ChipConfig for_gpu(int sm_count, size_t l2_bytes);
+    // An Apple GPU with `gpu_cores` cores and a system-level cache of `slc_bytes` (unified memory).
+    static ChipConfig for_apple_gpu(int gpu_cores, size_t slc_bytes);
 };
 
 }  // namespace akunu

@@ -40,6 +40,9 @@ struct LoadOptions {
     // Host memory for the KV caches of recent conversations (the prompt cache); 0: none, < 0: a
     // full context's worth (the KV cache's bytes and its tokens).
     int64_t prompt_cache_bytes = -1;
+    // Makes the device instead of create_device(backend, threads) when set: for tests that run a
+    // model on a device no build exposes by name (tests/metal_shim/: the Metal kernels on CPU threads).
+    std::function<std::unique_ptr<Device>()> make_device;
     static constexpr int kDefaultContextCap = 4096;
 };
 

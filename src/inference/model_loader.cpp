@@ -64,7 +64,7 @@ std::vector<int> kv_layer_lengths(const ModelConfig &config, const ChipConfig &c
 std::unique_ptr<Model> Model::load(const std::string &path, const LoadOptions &options) {
     check_options(options);
     std::unique_ptr<Model> m(new Model());
-    m->device_ = create_device(options.backend, options.threads);
+    m->device_ = options.make_device ? options.make_device() : create_device(options.backend, options.threads);
     m->provider_ = WeightProvider::open(path);
     m->finish_load(options);
     return m;
@@ -75,7 +75,7 @@ std::unique_ptr<Model> Model::load(const std::string &path, const LoadOptions &o
 std::unique_ptr<Model> Model::load(const HFCheckpoint &checkpoint, const LoadOptions &options) {
     check_options(options);
     std::unique_ptr<Model> m(new Model());
-    m->device_ = create_device(options.backend, options.threads);
+    m->device_ = options.make_device ? options.make_device() : create_device(options.backend, options.threads);
     m->provider_ = WeightProvider::open_checkpoint(checkpoint);
     m->eog_.assign(checkpoint.config.vocab_size, false);
     for (int32_t id : checkpoint.eog_ids) m->eog_[(size_t)id] = true;  // ids validated by open_checkpoint

@@ -2,6 +2,8 @@
 // CPU backend, compares, prints one line per case and exits 1 on any mismatch.
 //   metal_kernel_check [substring]   run the cases whose label contains it
 //   metal_kernel_check --list-kernels   the kernels the shim has, one per line
+//   metal_kernel_check --list-cases     each case's kernel and label
+//   metal_kernel_check --model FILE [--kv f16|q8_0]   a whole model, CPU vs Metal (model_check.cpp)
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -13,6 +15,8 @@
 #include "metal_shim.h"
 
 namespace metal_check {
+
+int run_model_check(const std::string &path, const std::string &kv);
 
 namespace {
 std::vector<std::pair<const char *, CaseFactory>> &factories() {
@@ -129,6 +133,15 @@ int main(int argc, char **argv) {
     if (filter == "--list-kernels") {
         for (const shim::KernelEntry &e : shim::kernels()) std::printf("%s\n", e.name);
         return 0;
+    }
+    if (filter == "--model" && argc >= 3) {
+        const std::string kv = argc >= 5 && std::string(argv[3]) == "--kv" ? argv[4] : "f16";
+        try {
+            return run_model_check(argv[2], kv);
+        } catch (const std::exception &e) {
+            std::printf("error %s\n", e.what());
+            return 1;
+        }
     }
     if (filter == "--list-cases") {  // kernel, then label
         for (auto &[family, factory] : factories())

@@ -1,12 +1,16 @@
 // The Metal shim: enough of the Metal Shading Language, as C++17, for the kernels in metal/ to
 // compile with g++/clang++ and run on CPU threads (tests/metal_shim/README.md).
 //
-// How a dispatch runs: every thread of a threadgroup is a real OS thread; threadgroups run one
-// after another, so a `threadgroup` array (a static local here) is shared by exactly the threads
-// of the running group. threadgroup_barrier is a barrier of those threads, and the SIMD-group
-// functions exchange values between the 32 threads of a SIMD group through a slot table and a
-// barrier of that SIMD group. Races a missing barrier leaves are real races between OS threads,
-// which ThreadSanitizer reports.
+// How a dispatch runs: threadgroups run one after another, so a `threadgroup` array (a static
+// local here) belongs to exactly the threads of the running group. Within a group, every GPU
+// thread is its own thread of execution:
+//  - in a ThreadSanitizer build, an OS thread: threadgroup_barrier is a barrier of OS threads and
+//    a race a missing barrier leaves is a real race, which ThreadSanitizer reports;
+//  - otherwise a fiber (ucontext) on the dispatching thread, switched at each barrier: the same
+//    semantics at a small fraction of the cost (whole models run through it), and a barrier some
+//    threads never reach is reported as a deadlock instead of hanging.
+// The SIMD-group functions exchange values between the 32 threads of a SIMD group through a slot
+// table between two SIMD-group barriers.
 //
 // What the kernels may use (the rest of MSL is not here, so a kernel that needs it fails to
 // compile rather than running something else):
@@ -227,8 +231,8 @@ template <> struct numeric_limits<float> {
 // --- the thread runtime (shim_runtime.cpp) ------------------------------------------------------
 namespace shim {
 
-// A reusable barrier of `count` threads (generation counting, so a thread that races ahead into
-// the next wait cannot be released by the previous one).
+// A reusable barrier of `count` OS threads (generation counting, so a thread that races ahead
+// into the next wait cannot be released by the previous one). Used by the OS-thread executor.
 class Barrier {
 public:
     void reset(int count) { count_ = count; waiting_ = 0; }
@@ -245,18 +249,22 @@ private:
 struct SimdGroup {
     static constexpr int kWidth = 32;
     static constexpr int kSlotBytes = 32;
-    Barrier barrier;
+    Barrier barrier;  // OS-thread executor
     int active_lanes = kWidth;
     alignas(16) unsigned char slots[kWidth][kSlotBytes];
 };
 
-// What the running thread is, set by the dispatcher before it calls the kernel.
+// What the running GPU thread is, set by the executor before it calls the kernel.
 struct ThreadContext {
-    Barrier *group_barrier = nullptr;
+    Barrier *group_barrier = nullptr;  // OS-thread executor
     SimdGroup *simd = nullptr;
     unsigned lane = 0;
+    unsigned index = 0;  // thread_position_in_threadgroup.x
 };
 ThreadContext &current();
+// The running thread waits for every thread of its threadgroup / of its SIMD group.
+void group_barrier();
+void simd_barrier();
 
 // The thread-position arguments a kernel receives (AKUNU_THREAD_ARGS, in this order).
 struct ThreadArgs {
@@ -335,8 +343,8 @@ namespace metal {
 
 enum class mem_flags { mem_none = 0, mem_device = 1, mem_threadgroup = 2, mem_texture = 4 };
 inline mem_flags operator|(mem_flags a, mem_flags b) { return mem_flags((int)a | (int)b); }
-inline void threadgroup_barrier(mem_flags) { shim::current().group_barrier->wait(); }
-inline void simdgroup_barrier(mem_flags) { shim::current().simd->barrier.wait(); }
+inline void threadgroup_barrier(mem_flags) { shim::group_barrier(); }
+inline void simdgroup_barrier(mem_flags) { shim::simd_barrier(); }
 
 namespace detail {
 // Publishes this lane's value, waits for the SIMD group, lets f read every lane's value, waits
@@ -347,14 +355,14 @@ template <typename T, typename F> auto simd_exchange(T value, F f) {
     shim::ThreadContext &c = shim::current();
     shim::SimdGroup &g = *c.simd;
     std::memcpy(g.slots[c.lane], &value, sizeof(T));
-    g.barrier.wait();
+    shim::simd_barrier();
     auto lane_value = [&](unsigned lane) {
         T v;
         std::memcpy(&v, g.slots[lane], sizeof(T));
         return v;
     };
     auto result = f(lane_value, c.lane, (unsigned)g.active_lanes);
-    g.barrier.wait();
+    shim::simd_barrier();
     return result;
 }
 }  // namespace detail

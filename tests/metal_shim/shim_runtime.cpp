@@ -1,9 +1,21 @@
-// The shim's thread runtime: barriers, the running thread's context, and the dispatcher that
-// runs a grid of threadgroups on OS threads (metal_shim.h says why real threads).
+// The shim's executors (metal_shim.h says which runs when and why): OS threads under
+// ThreadSanitizer, fibers otherwise. Both run the threadgroups of a dispatch one after another.
+#include <ucontext.h>
+
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <thread>
 
 #include "metal_shim.h"
+
+#if defined(__SANITIZE_THREAD__)
+#define AKUNU_SHIM_OS_THREADS 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define AKUNU_SHIM_OS_THREADS 1
+#endif
+#endif
 
 namespace shim {
 
@@ -20,52 +32,75 @@ void Barrier::wait() {
 }
 
 namespace {
+
+[[noreturn]] void fail(const std::string &what) {
+    std::fprintf(stderr, "metal shim: %s\n", what.c_str());
+    std::abort();
+}
+
+std::vector<std::unique_ptr<SimdGroup>> make_simd_groups(unsigned threads) {
+    const unsigned n = (threads + SimdGroup::kWidth - 1) / SimdGroup::kWidth;
+    std::vector<std::unique_ptr<SimdGroup>> groups(n);
+    for (unsigned s = 0; s < n; ++s) {
+        groups[s] = std::make_unique<SimdGroup>();
+        groups[s]->active_lanes = (int)std::min<unsigned>(SimdGroup::kWidth, threads - s * SimdGroup::kWidth);
+        groups[s]->barrier.reset(groups[s]->active_lanes);
+    }
+    return groups;
+}
+
+ThreadArgs thread_args(unsigned t, unsigned threads) {
+    ThreadArgs a;
+    a.thread_position = metal::uint3(t, 0, 0);
+    a.group_size = metal::uint3(threads, 1, 1);
+    a.simd_lane = t % SimdGroup::kWidth;
+    a.simd_index = t / SimdGroup::kWidth;
+    return a;
+}
+
+template <typename F> void for_each_group(metal::uint3 groups, F f) {
+    for (unsigned z = 0; z < groups.z; ++z)
+        for (unsigned y = 0; y < groups.y; ++y)
+            for (unsigned x = 0; x < groups.x; ++x) f(metal::uint3(x, y, z));
+}
+
+}  // namespace
+
+#if defined(AKUNU_SHIM_OS_THREADS)
+
+// --- OS threads ----------------------------------------------------------------------------------
+namespace {
 thread_local ThreadContext t_context;
 }
 
 ThreadContext &current() { return t_context; }
+void group_barrier() { t_context.group_barrier->wait(); }
+void simd_barrier() { t_context.simd->barrier.wait(); }
 
 void dispatch(metal::uint3 groups, unsigned threads, const std::function<void(const ThreadArgs &)> &body) {
-    if (threads == 0 || threads > 1024) throw std::invalid_argument("metal shim: threads per group must be 1..1024");
-    const unsigned n_simd = (threads + SimdGroup::kWidth - 1) / SimdGroup::kWidth;
-    Barrier group_barrier;
-    group_barrier.reset((int)threads);
-    // Barrier::wait from the group's threads, plus one more used between groups (the group's
-    // static threadgroup arrays are reused by the next group).
+    if (threads == 0 || threads > 1024) fail("threads per group must be 1..1024");
+    Barrier group_barrier_of_run;
+    group_barrier_of_run.reset((int)threads);
+    // Between groups: the next group reuses the static threadgroup arrays.
     Barrier between_groups;
     between_groups.reset((int)threads);
-    std::vector<std::unique_ptr<SimdGroup>> simd(n_simd);
-    for (unsigned s = 0; s < n_simd; ++s) {
-        simd[s] = std::make_unique<SimdGroup>();
-        simd[s]->active_lanes = (int)std::min<unsigned>(SimdGroup::kWidth, threads - s * SimdGroup::kWidth);
-        simd[s]->barrier.reset(simd[s]->active_lanes);
-    }
-    std::mutex error_mutex;
+    std::vector<std::unique_ptr<SimdGroup>> simd = make_simd_groups(threads);
     auto worker = [&](unsigned t) {
         ThreadContext &c = current();
-        c.group_barrier = &group_barrier;
+        c.group_barrier = &group_barrier_of_run;
         c.simd = simd[t / SimdGroup::kWidth].get();
         c.lane = t % SimdGroup::kWidth;
-        ThreadArgs a;
-        a.thread_position = metal::uint3(t, 0, 0);
-        a.group_size = metal::uint3(threads, 1, 1);
-        a.simd_lane = c.lane;
-        a.simd_index = t / SimdGroup::kWidth;
-        for (unsigned z = 0; z < groups.z; ++z)
-            for (unsigned y = 0; y < groups.y; ++y)
-                for (unsigned x = 0; x < groups.x; ++x) {
-                    a.group = metal::uint3(x, y, z);
-                    try {
-                        body(a);
-                    } catch (const std::exception &e) {
-                        // A kernel that throws (a shim rule broken) would leave the others
-                        // waiting at a barrier: report and stop the whole test binary.
-                        std::lock_guard<std::mutex> lock(error_mutex);
-                        std::fprintf(stderr, "metal shim: %s\n", e.what());
-                        std::abort();
-                    }
-                    between_groups.wait();
-                }
+        c.index = t;
+        ThreadArgs a = thread_args(t, threads);
+        for_each_group(groups, [&](metal::uint3 g) {
+            a.group = g;
+            try {
+                body(a);
+            } catch (const std::exception &e) {
+                fail(e.what());  // the others would wait at a barrier forever
+            }
+            between_groups.wait();
+        });
         c = ThreadContext{};
     };
     std::vector<std::thread> pool;
@@ -73,6 +108,138 @@ void dispatch(metal::uint3 groups, unsigned threads, const std::function<void(co
     for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker, t);
     for (std::thread &th : pool) th.join();
 }
+
+#else
+
+// --- fibers --------------------------------------------------------------------------------------
+namespace {
+
+enum class FiberState { Runnable, AtGroupBarrier, AtSimdBarrier, Done };
+
+struct Fiber {
+    ucontext_t context;
+    FiberState state = FiberState::Runnable;
+    ThreadContext thread;
+    ThreadArgs args;
+};
+
+constexpr size_t kFiberStackBytes = 256 * 1024;
+
+// One dispatch's fibers, reachable from the fiber entry point (makecontext passes only ints).
+struct FiberRun {
+    ucontext_t scheduler;
+    std::vector<Fiber> fibers;
+    const std::function<void(const ThreadArgs &)> *body = nullptr;
+};
+
+thread_local FiberRun *t_run = nullptr;
+thread_local Fiber *t_fiber = nullptr;
+ThreadContext t_no_fiber;
+
+// Fiber stacks, kept for the next dispatch.
+std::vector<std::unique_ptr<char[]>> &stack_pool() {
+    static thread_local std::vector<std::unique_ptr<char[]>> pool;
+    return pool;
+}
+
+void fiber_entry(int index) {
+    Fiber &f = t_run->fibers[(size_t)index];
+    try {
+        (*t_run->body)(f.args);
+    } catch (const std::exception &e) {
+        fail(e.what());
+    }
+    f.state = FiberState::Done;  // uc_link returns to the scheduler
+}
+
+void switch_to_scheduler(FiberState state) {
+    if (!t_fiber) fail("a barrier outside a kernel");
+    t_fiber->state = state;
+    swapcontext(&t_fiber->context, &t_run->scheduler);
+}
+
+// Sets the fiber up to start the kernel on its own stack (a function of its own: getcontext
+// returns twice, and no caller variable should live across it).
+__attribute__((noinline)) void prepare_fiber(Fiber &f, char *stack, ucontext_t *scheduler, int index) {
+    getcontext(&f.context);
+    f.context.uc_stack.ss_sp = stack;
+    f.context.uc_stack.ss_size = kFiberStackBytes;
+    f.context.uc_link = scheduler;
+    makecontext(&f.context, (void (*)())fiber_entry, 1, index);
+}
+
+// Runs one threadgroup to completion: each runnable fiber until it blocks or ends, then releases
+// the barriers every participant has reached.
+void run_group(FiberRun &run, std::vector<std::unique_ptr<SimdGroup>> &simd, metal::uint3 group) {
+    const unsigned threads = (unsigned)run.fibers.size();
+    for (unsigned t = 0; t < threads; ++t) {
+        Fiber &f = run.fibers[t];
+        f.state = FiberState::Runnable;
+        f.args.group = group;
+        prepare_fiber(f, stack_pool()[t].get(), &run.scheduler, (int)t);
+    }
+    for (;;) {
+        bool progressed = false;
+        for (Fiber &f : run.fibers) {
+            if (f.state != FiberState::Runnable) continue;
+            t_fiber = &f;
+            swapcontext(&run.scheduler, &f.context);
+            t_fiber = nullptr;
+            progressed = true;
+        }
+        unsigned done = 0, at_group = 0;
+        for (const Fiber &f : run.fibers) {
+            done += f.state == FiberState::Done;
+            at_group += f.state == FiberState::AtGroupBarrier;
+        }
+        if (done == threads) return;
+        if (at_group > 0 && at_group + done == threads) {
+            if (done > 0) fail("threadgroup_barrier reached by some threads of a group while others had returned");
+            for (Fiber &f : run.fibers) f.state = FiberState::Runnable;
+            continue;
+        }
+        for (size_t s = 0; s < simd.size(); ++s) {
+            const unsigned first = (unsigned)s * SimdGroup::kWidth, lanes = (unsigned)simd[s]->active_lanes;
+            unsigned waiting = 0, finished = 0;
+            for (unsigned l = 0; l < lanes; ++l) {
+                waiting += run.fibers[first + l].state == FiberState::AtSimdBarrier;
+                finished += run.fibers[first + l].state == FiberState::Done;
+            }
+            if (waiting == 0 || waiting + finished < lanes) continue;
+            if (finished > 0) fail("a SIMD-group function called by some lanes while others had returned");
+            for (unsigned l = 0; l < lanes; ++l) run.fibers[first + l].state = FiberState::Runnable;
+            progressed = true;
+        }
+        if (!progressed) fail("deadlock: threads wait at barriers that the others of their group never reach");
+    }
+}
+
+}  // namespace
+
+ThreadContext &current() { return t_fiber ? t_fiber->thread : t_no_fiber; }
+void group_barrier() { switch_to_scheduler(FiberState::AtGroupBarrier); }
+void simd_barrier() { switch_to_scheduler(FiberState::AtSimdBarrier); }
+
+void dispatch(metal::uint3 groups, unsigned threads, const std::function<void(const ThreadArgs &)> &body) {
+    if (threads == 0 || threads > 1024) fail("threads per group must be 1..1024");
+    if (t_run) fail("a dispatch inside a kernel");
+    while (stack_pool().size() < threads) stack_pool().emplace_back(new char[kFiberStackBytes]);
+    std::vector<std::unique_ptr<SimdGroup>> simd = make_simd_groups(threads);
+    FiberRun run;
+    run.body = &body;
+    run.fibers.resize(threads);
+    for (unsigned t = 0; t < threads; ++t) {
+        run.fibers[t].args = thread_args(t, threads);
+        run.fibers[t].thread.simd = simd[t / SimdGroup::kWidth].get();
+        run.fibers[t].thread.lane = t % SimdGroup::kWidth;
+        run.fibers[t].thread.index = t;
+    }
+    t_run = &run;
+    for_each_group(groups, [&](metal::uint3 g) { run_group(run, simd, g); });
+    t_run = nullptr;
+}
+
+#endif
 
 const KernelEntry *find_kernel(const std::string &name) {
     for (const KernelEntry &e : kernels())

@@ -3,10 +3,14 @@
 //   metal_kernel_check [substring]   run the cases whose label contains it
 //   metal_kernel_check --list-kernels   the kernels the shim has, one per line
 //   metal_kernel_check --list-cases     each case's kernel and label
+//   metal_kernel_check --list-table     the Metal kernel table (src/backend/metal/metal_kernels.cpp)
+//   metal_kernel_check --list-required  what the table builder can ask of Metal (required_kernels.cpp)
+//   metal_kernel_check --self-test-race | --self-test-deadlock   deliberately buggy kernels
 //   metal_kernel_check --model FILE [--kv f16|q8_0]   a whole model, CPU vs Metal (model_check.cpp)
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <memory>
 
 #include "backend/cpu/cpu_kernel.h"
@@ -17,6 +21,9 @@
 namespace metal_check {
 
 int run_model_check(const std::string &path, const std::string &kv);
+std::set<std::string> required_metal_kernels();
+int self_test_race();
+int self_test_deadlock();
 
 namespace {
 std::vector<std::pair<const char *, CaseFactory>> &factories() {
@@ -143,6 +150,16 @@ int main(int argc, char **argv) {
             return 1;
         }
     }
+    if (filter == "--list-table") {
+        for (const akunu::metal::MetalKernelInfo &k : akunu::metal::metal_kernels()) std::printf("%s\n", k.name);
+        return 0;
+    }
+    if (filter == "--list-required") {
+        for (const std::string &k : required_metal_kernels()) std::printf("%s\n", k.c_str());
+        return 0;
+    }
+    if (filter == "--self-test-race") return self_test_race();
+    if (filter == "--self-test-deadlock") return self_test_deadlock();
     if (filter == "--list-cases") {  // kernel, then label
         for (auto &[family, factory] : factories())
             for (const KernelCase &c : factory()) std::printf("%s\t%s\n", c.kernel.c_str(), c.label.c_str());

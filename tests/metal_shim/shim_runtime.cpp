@@ -16,6 +16,16 @@
 #define AKUNU_SHIM_OS_THREADS 1
 #endif
 #endif
+#if defined(__SANITIZE_ADDRESS__)
+#define AKUNU_SHIM_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define AKUNU_SHIM_ASAN 1
+#endif
+#endif
+#if defined(AKUNU_SHIM_ASAN)
+#include <sanitizer/common_interface_defs.h>
+#endif
 
 namespace shim {
 
@@ -136,6 +146,27 @@ thread_local FiberRun *t_run = nullptr;
 thread_local Fiber *t_fiber = nullptr;
 ThreadContext t_no_fiber;
 
+// AddressSanitizer keeps shadow state per stack: tell it of every switch between the scheduler's
+// stack and a fiber's (no-ops in other builds).
+struct StackSwitch {
+#if defined(AKUNU_SHIM_ASAN)
+    void *fake_stack = nullptr;
+    const void *bottom = nullptr;
+    size_t size = 0;
+    void start(const void *to_bottom, size_t to_size) { __sanitizer_start_switch_fiber(&fake_stack, to_bottom, to_size); }
+    void start_final(const void *to_bottom, size_t to_size) { __sanitizer_start_switch_fiber(nullptr, to_bottom, to_size); }
+    void finish() { __sanitizer_finish_switch_fiber(fake_stack, &bottom, &size); }
+#else
+    const void *bottom = nullptr;
+    size_t size = 0;
+    void start(const void *, size_t) {}
+    void start_final(const void *, size_t) {}
+    void finish() {}
+#endif
+};
+thread_local StackSwitch t_scheduler_switch;  // scheduler -> fiber; `bottom` learns the scheduler's stack
+thread_local StackSwitch t_fiber_switch;      // fiber -> scheduler
+
 // Fiber stacks, kept for the next dispatch.
 std::vector<std::unique_ptr<char[]>> &stack_pool() {
     static thread_local std::vector<std::unique_ptr<char[]>> pool;
@@ -143,19 +174,23 @@ std::vector<std::unique_ptr<char[]>> &stack_pool() {
 }
 
 void fiber_entry(int index) {
+    t_fiber_switch.finish();  // arrived from the scheduler: learns its stack
     Fiber &f = t_run->fibers[(size_t)index];
     try {
         (*t_run->body)(f.args);
     } catch (const std::exception &e) {
         fail(e.what());
     }
-    f.state = FiberState::Done;  // uc_link returns to the scheduler
+    f.state = FiberState::Done;
+    t_fiber_switch.start_final(t_fiber_switch.bottom, t_fiber_switch.size);  // uc_link returns to the scheduler
 }
 
 void switch_to_scheduler(FiberState state) {
     if (!t_fiber) fail("a barrier outside a kernel");
     t_fiber->state = state;
+    t_fiber_switch.start(t_fiber_switch.bottom, t_fiber_switch.size);
     swapcontext(&t_fiber->context, &t_run->scheduler);
+    t_fiber_switch.finish();
 }
 
 // Sets the fiber up to start the kernel on its own stack (a function of its own: getcontext
@@ -183,7 +218,9 @@ void run_group(FiberRun &run, std::vector<std::unique_ptr<SimdGroup>> &simd, met
         for (Fiber &f : run.fibers) {
             if (f.state != FiberState::Runnable) continue;
             t_fiber = &f;
+            t_scheduler_switch.start(f.context.uc_stack.ss_sp, f.context.uc_stack.ss_size);
             swapcontext(&run.scheduler, &f.context);
+            t_scheduler_switch.finish();
             t_fiber = nullptr;
             progressed = true;
         }
@@ -194,7 +231,7 @@ void run_group(FiberRun &run, std::vector<std::unique_ptr<SimdGroup>> &simd, met
         }
         if (done == threads) return;
         if (at_group > 0 && at_group + done == threads) {
-            if (done > 0) fail("threadgroup_barrier reached by some threads of a group while others had returned");
+            if (done > 0) fail("deadlock: threadgroup_barrier reached by some threads of a group while others had returned");
             for (Fiber &f : run.fibers) f.state = FiberState::Runnable;
             continue;
         }
@@ -206,7 +243,7 @@ void run_group(FiberRun &run, std::vector<std::unique_ptr<SimdGroup>> &simd, met
                 finished += run.fibers[first + l].state == FiberState::Done;
             }
             if (waiting == 0 || waiting + finished < lanes) continue;
-            if (finished > 0) fail("a SIMD-group function called by some lanes while others had returned");
+            if (finished > 0) fail("deadlock: a SIMD-group function called by some lanes while others had returned");
             for (unsigned l = 0; l < lanes; ++l) run.fibers[first + l].state = FiberState::Runnable;
             progressed = true;
         }

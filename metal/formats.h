@@ -7,6 +7,8 @@
 //       writes elements [16 * chunk, 16 * chunk + 16) of the block to out[0..15]
 //
 // The float formats use blocks of 16 elements (their rows must be a multiple of 16 long).
+// This file: the float formats and the 32-element blocks; formats_kquant.h: the 256-element
+// superblocks (K-quants, IQ4_XS).
 #pragma once
 #include "common.h"
 

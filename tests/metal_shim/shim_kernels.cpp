@@ -3,6 +3,7 @@
 #include "metal_shim.h"
 
 #include "norm.metal"
+#include "embedding.metal"
 
 namespace shim {
 
@@ -13,6 +14,22 @@ const std::vector<KernelEntry> &kernels() {
         AKUNU_SHIM_KERNEL(rmsnorm_f32),
         AKUNU_SHIM_KERNEL(rmsnorm_add_f32),
         AKUNU_SHIM_KERNEL(head_rmsnorm_f32),
+        // embedding.metal
+        AKUNU_SHIM_KERNEL(embedding_f32),
+        AKUNU_SHIM_KERNEL(embedding_f16),
+        AKUNU_SHIM_KERNEL(embedding_bf16),
+        AKUNU_SHIM_KERNEL(embedding_q8_0),
+        AKUNU_SHIM_KERNEL(embedding_q4_0),
+        AKUNU_SHIM_KERNEL(embedding_q4_1),
+        AKUNU_SHIM_KERNEL(embedding_q5_0),
+        AKUNU_SHIM_KERNEL(embedding_q5_1),
+        AKUNU_SHIM_KERNEL(embedding_iq4_nl),
+        AKUNU_SHIM_KERNEL(embedding_q2_k),
+        AKUNU_SHIM_KERNEL(embedding_q3_k),
+        AKUNU_SHIM_KERNEL(embedding_q4_k),
+        AKUNU_SHIM_KERNEL(embedding_q5_k),
+        AKUNU_SHIM_KERNEL(embedding_q6_k),
+        AKUNU_SHIM_KERNEL(embedding_iq4_xs),
     };
     return entries;
 }

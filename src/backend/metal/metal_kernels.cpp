@@ -8,6 +8,22 @@ const std::vector<MetalKernelInfo> &metal_kernels() {
         {"rmsnorm_f32", 256, 3},
         {"rmsnorm_add_f32", 256, 3},
         {"head_rmsnorm_f32", 128, 3},
+        // embedding.metal: one group per token row, threads over its 16-element chunks.
+        {"embedding_f32", 128, 3},
+        {"embedding_f16", 128, 3},
+        {"embedding_bf16", 128, 3},
+        {"embedding_q8_0", 128, 3},
+        {"embedding_q4_0", 128, 3},
+        {"embedding_q4_1", 128, 3},
+        {"embedding_q5_0", 128, 3},
+        {"embedding_q5_1", 128, 3},
+        {"embedding_iq4_nl", 128, 3},
+        {"embedding_q2_k", 128, 3},
+        {"embedding_q3_k", 128, 3},
+        {"embedding_q4_k", 128, 3},
+        {"embedding_q5_k", 128, 3},
+        {"embedding_q6_k", 128, 3},
+        {"embedding_iq4_xs", 128, 3},
     };
     return kernels;
 }

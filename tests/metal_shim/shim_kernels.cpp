@@ -3,6 +3,7 @@
 #include "metal_shim.h"
 
 #include "norm.metal"
+#include "gemm.metal"
 
 namespace shim {
 
@@ -13,6 +14,10 @@ const std::vector<KernelEntry> &kernels() {
         AKUNU_SHIM_KERNEL(rmsnorm_f32),
         AKUNU_SHIM_KERNEL(rmsnorm_add_f32),
         AKUNU_SHIM_KERNEL(head_rmsnorm_f32),
+        // gemm.metal
+        AKUNU_SHIM_KERNEL(gemm_f32),
+        AKUNU_SHIM_KERNEL(gemm_f16),
+        AKUNU_SHIM_KERNEL(gemm_bf16),
     };
     return entries;
 }

@@ -8,6 +8,11 @@ const std::vector<MetalKernelInfo> &metal_kernels() {
         {"rmsnorm_f32", 256, 3},
         {"rmsnorm_add_f32", 256, 3},
         {"head_rmsnorm_f32", 128, 3},
+        // gemm.metal: one group per rows_per_unit weight rows; x, y, up to three weights, the
+        // input norm's weight.
+        {"gemm_f32", 128, 6},
+        {"gemm_f16", 128, 6},
+        {"gemm_bf16", 128, 6},
     };
     return kernels;
 }

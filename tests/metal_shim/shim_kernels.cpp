@@ -4,6 +4,7 @@
 
 #include "norm.metal"
 #include "embedding.metal"
+#include "gemm.metal"
 
 namespace shim {
 
@@ -30,6 +31,22 @@ const std::vector<KernelEntry> &kernels() {
         AKUNU_SHIM_KERNEL(embedding_q5_k),
         AKUNU_SHIM_KERNEL(embedding_q6_k),
         AKUNU_SHIM_KERNEL(embedding_iq4_xs),
+        // gemm.metal
+        AKUNU_SHIM_KERNEL(gemm_f32),
+        AKUNU_SHIM_KERNEL(gemm_f16),
+        AKUNU_SHIM_KERNEL(gemm_bf16),
+        AKUNU_SHIM_KERNEL(gemm_q8_0),
+        AKUNU_SHIM_KERNEL(gemm_q4_0),
+        AKUNU_SHIM_KERNEL(gemm_q4_1),
+        AKUNU_SHIM_KERNEL(gemm_q5_0),
+        AKUNU_SHIM_KERNEL(gemm_q5_1),
+        AKUNU_SHIM_KERNEL(gemm_iq4_nl),
+        AKUNU_SHIM_KERNEL(gemm_q2_k),
+        AKUNU_SHIM_KERNEL(gemm_q3_k),
+        AKUNU_SHIM_KERNEL(gemm_q4_k),
+        AKUNU_SHIM_KERNEL(gemm_q5_k),
+        AKUNU_SHIM_KERNEL(gemm_q6_k),
+        AKUNU_SHIM_KERNEL(gemm_iq4_xs),
     };
     return entries;
 }

@@ -24,6 +24,23 @@ const std::vector<MetalKernelInfo> &metal_kernels() {
         {"embedding_q5_k", 128, 3},
         {"embedding_q6_k", 128, 3},
         {"embedding_iq4_xs", 128, 3},
+        // gemm.metal: one group per rows_per_unit weight rows; x, y, up to three weights, the
+        // input norm's weight.
+        {"gemm_f32", 128, 6},
+        {"gemm_f16", 128, 6},
+        {"gemm_bf16", 128, 6},
+        {"gemm_q8_0", 128, 6},
+        {"gemm_q4_0", 128, 6},
+        {"gemm_q4_1", 128, 6},
+        {"gemm_q5_0", 128, 6},
+        {"gemm_q5_1", 128, 6},
+        {"gemm_iq4_nl", 128, 6},
+        {"gemm_q2_k", 128, 6},
+        {"gemm_q3_k", 128, 6},
+        {"gemm_q4_k", 128, 6},
+        {"gemm_q5_k", 128, 6},
+        {"gemm_q6_k", 128, 6},
+        {"gemm_iq4_xs", 128, 6},
     };
     return kernels;
 }

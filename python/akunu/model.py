@@ -37,8 +37,9 @@ class Model:
     - path: a GGUF file, or a Hugging Face checkpoint directory (config.json, *.safetensors,
       tokenizer.json; MLX-quantized checkpoints too). Model.from_pretrained(repo_id) downloads one.
 
-    - backend: "auto" (the best available) or one of akunu.built_backends(): "cpu", and "cuda" in
-      builds made with nvcc. Any other name raises ValueError listing them.
+    - backend: "auto" (the best available) or one of akunu.built_backends(): "cpu", "cuda" in
+      builds made with nvcc, "metal" in builds made on macOS. "cuda" or "metal" in a build without
+      it raises UnsupportedError; any other name raises ValueError listing them.
     - context_length: tokens the KV cache holds (default: the model's, capped at 4096).
     - threads: CPU worker threads (default: one per hardware thread).
     - kv_cache_dtype: "f16" (default) or "q8_0": keys and values as 8-bit blocks of 32 with an fp16

@@ -11,6 +11,9 @@
 #include "backend/cuda/cublas_runtime.h"
 #include "backend/cuda/cuda_device.h"
 #endif
+#ifdef AKUNU_HAS_METAL
+#include "backend/metal/metal_device.h"
+#endif
 
 namespace akunu {
 
@@ -49,6 +52,9 @@ const std::vector<std::string> &built_backends() {
 #ifdef AKUNU_HAS_CUDA
         "cuda",
 #endif
+#ifdef AKUNU_HAS_METAL
+        "metal",
+#endif
     };
     return names;
 }
@@ -68,6 +74,9 @@ std::unique_ptr<Device> create_device(const std::string &backend, int threads) {
 #ifdef AKUNU_HAS_CUDA
         if (cuda_device_count() > 0) return std::make_unique<cuda::CudaDevice>(0);
 #endif
+#ifdef AKUNU_HAS_METAL
+        if (metal::metal_device_available()) return std::make_unique<metal::MetalDevice>();
+#endif
         return std::make_unique<cpu::CpuDevice>(threads);
     }
     if (backend == "cuda") {
@@ -78,6 +87,14 @@ std::unique_ptr<Device> create_device(const std::string &backend, int threads) {
 #else
         throw UnsupportedError("backend 'cuda' is not available: this build of akunu has no CUDA backend "
                                "(built without nvcc); built in: " + accepted_backends());
+#endif
+    }
+    if (backend == "metal") {
+#ifdef AKUNU_HAS_METAL
+        return std::make_unique<metal::MetalDevice>();  // UnsupportedError when no usable Apple GPU
+#else
+        throw UnsupportedError("backend 'metal' is not available: this build of akunu has no Metal backend "
+                               "(Apple GPUs only, built on macOS); built in: " + accepted_backends());
 #endif
     }
     throw std::invalid_argument("unknown backend '" + backend + "': this build of akunu has " + accepted_backends());

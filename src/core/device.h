@@ -86,10 +86,10 @@ public:
     virtual std::vector<double> profile_dispatch_table(const DispatchTable &table, int position) = 0;
 };
 
-// The backends compiled into this build: "cpu", and "cuda" when built with nvcc.
+// The backends compiled into this build: "cpu", "cuda" when built with nvcc, "metal" when built on macOS.
 const std::vector<std::string> &built_backends();
 
-// The best device available: CUDA when built in and a GPU is present, else the CPU.
+// The best device available: CUDA or Metal when built in and a GPU is present, else the CPU.
 // `backend` is "auto" or one of built_backends() (std::invalid_argument naming them otherwise);
 // threads <= 0 means one per core.
 std::unique_ptr<Device> create_device(const std::string &backend, int threads);

@@ -108,7 +108,8 @@ std::vector<int32_t> to_ids(const std::vector<int64_t> &ids) {
 
 void bind_model(nb::module_ &m) {
     m.def("built_backends", [] { return akunu::built_backends(); },
-          "The backends compiled into this build of akunu: ['cpu'], or ['cpu', 'cuda'] when built with nvcc. "
+          "The backends compiled into this build of akunu: 'cpu', and 'cuda' when built with nvcc, 'metal' when "
+          "built on macOS. "
           "Model(backend=...) takes one of them or \"auto\".");
 
     using akunu::SamplingConfig;

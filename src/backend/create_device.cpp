@@ -26,6 +26,15 @@ int cuda_device_count() {
 #endif
 }
 
+// Whether the Metal backend is built and an Apple GPU it supports is present. For tests.
+bool metal_available() {
+#ifdef AKUNU_HAS_METAL
+    return metal::metal_device_available();
+#else
+    return false;
+#endif
+}
+
 // GEMV commands launched (or captured) so far with their input handed off quantized by the
 // command before them (cuda/q16_activation.cuh); 0 without the CUDA backend. For tests.
 uint64_t cuda_q16_handoffs() {

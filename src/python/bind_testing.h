@@ -11,7 +11,7 @@
 void bind_testing_kernels(nanobind::module_ &m);     // CPU row kernels (bind_testing_kernels.cpp)
 void bind_testing_device(nanobind::module_ &m);      // one command on a device of any backend
 void bind_testing_bench(nanobind::module_ &m);       // one kernel as a timed dispatch table
-void bind_testing_cuda(nanobind::module_ &m);        // CUDA presence and the CUDA path counters
+void bind_testing_gpu(nanobind::module_ &m);         // CUDA / Metal presence, the CUDA path counters
 void bind_testing_checkpoint(nanobind::module_ &m);  // the loader's MLX conversion
 
 namespace akunu::testing {

@@ -24,6 +24,6 @@ NB_MODULE(_core, m) {
     bind_testing_kernels(testing);     // CPU row kernels on raw bytes
     bind_testing_device(testing);      // one command on a new device of any backend
     bind_testing_bench(testing);       // one kernel as a timed dispatch table
-    bind_testing_cuda(testing);        // CUDA presence and path counters
+    bind_testing_gpu(testing);         // CUDA / Metal presence, CUDA path counters
     bind_testing_checkpoint(testing);  // the loader's MLX conversion
 }

@@ -4,6 +4,8 @@
 
 #include "norm.metal"
 
+#include "rope.metal"
+
 namespace shim {
 
 #define AKUNU_SHIM_KERNEL(name) {#name, &invoke<name>, buffer_arguments(name)}
@@ -13,6 +15,11 @@ const std::vector<KernelEntry> &kernels() {
         AKUNU_SHIM_KERNEL(rmsnorm_f32),
         AKUNU_SHIM_KERNEL(rmsnorm_add_f32),
         AKUNU_SHIM_KERNEL(head_rmsnorm_f32),
+        // rope.metal
+        AKUNU_SHIM_KERNEL(rope_interleaved_kv_write),
+        AKUNU_SHIM_KERNEL(rope_neox_kv_write),
+        AKUNU_SHIM_KERNEL(rope_interleaved_kv_write_q8),
+        AKUNU_SHIM_KERNEL(rope_neox_kv_write_q8),
     };
     return entries;
 }

@@ -5,6 +5,7 @@
 #include "norm.metal"
 
 #include "rope.metal"
+#include "attention.metal"
 
 namespace shim {
 
@@ -20,6 +21,13 @@ const std::vector<KernelEntry> &kernels() {
         AKUNU_SHIM_KERNEL(rope_neox_kv_write),
         AKUNU_SHIM_KERNEL(rope_interleaved_kv_write_q8),
         AKUNU_SHIM_KERNEL(rope_neox_kv_write_q8),
+        // attention.metal
+        AKUNU_SHIM_KERNEL(attention_f16kv),
+        AKUNU_SHIM_KERNEL(attention_q8kv),
+        AKUNU_SHIM_KERNEL(attention_rope_interleaved_f16kv),
+        AKUNU_SHIM_KERNEL(attention_rope_neox_f16kv),
+        AKUNU_SHIM_KERNEL(attention_rope_interleaved_q8kv),
+        AKUNU_SHIM_KERNEL(attention_rope_neox_q8kv),
     };
     return entries;
 }

@@ -6,6 +6,9 @@
 #include "embedding.metal"
 #include "gemm.metal"
 
+#include "rope.metal"
+#include "attention.metal"
+
 namespace shim {
 
 #define AKUNU_SHIM_KERNEL(name) {#name, &invoke<name>, buffer_arguments(name)}
@@ -47,6 +50,18 @@ const std::vector<KernelEntry> &kernels() {
         AKUNU_SHIM_KERNEL(gemm_q5_k),
         AKUNU_SHIM_KERNEL(gemm_q6_k),
         AKUNU_SHIM_KERNEL(gemm_iq4_xs),
+        // rope.metal
+        AKUNU_SHIM_KERNEL(rope_interleaved_kv_write),
+        AKUNU_SHIM_KERNEL(rope_neox_kv_write),
+        AKUNU_SHIM_KERNEL(rope_interleaved_kv_write_q8),
+        AKUNU_SHIM_KERNEL(rope_neox_kv_write_q8),
+        // attention.metal
+        AKUNU_SHIM_KERNEL(attention_f16kv),
+        AKUNU_SHIM_KERNEL(attention_q8kv),
+        AKUNU_SHIM_KERNEL(attention_rope_interleaved_f16kv),
+        AKUNU_SHIM_KERNEL(attention_rope_neox_f16kv),
+        AKUNU_SHIM_KERNEL(attention_rope_interleaved_q8kv),
+        AKUNU_SHIM_KERNEL(attention_rope_neox_q8kv),
     };
     return entries;
 }

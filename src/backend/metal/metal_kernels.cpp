@@ -41,6 +41,19 @@ const std::vector<MetalKernelInfo> &metal_kernels() {
         {"gemm_q5_k", 128, 6},
         {"gemm_q6_k", 128, 6},
         {"gemm_iq4_xs", 128, 6},
+        // rope.metal: one group per token row (threads: a multiple of 32).
+        {"rope_interleaved_kv_write", 64, 4},
+        {"rope_neox_kv_write", 64, 4},
+        {"rope_interleaved_kv_write_q8", 64, 4},
+        {"rope_neox_kv_write_q8", 64, 4},
+        // attention.metal: one group per (query head, query row); the decode forms one per query
+        // head (threads: a multiple of 32, at most 128).
+        {"attention_f16kv", 128, 4},
+        {"attention_q8kv", 128, 4},
+        {"attention_rope_interleaved_f16kv", 128, 7},
+        {"attention_rope_neox_f16kv", 128, 7},
+        {"attention_rope_interleaved_q8kv", 128, 7},
+        {"attention_rope_neox_q8kv", 128, 7},
     };
     return kernels;
 }

@@ -14,7 +14,8 @@
 # The header defines, in namespace akunu::metal:
 #   kEmbeddedMetalSource[]  the source: adjacent raw string literals of at most 16 KB each
 #                           (compilers limit the length of one literal)
-#   kEmbeddedMetalKernels[] the name of every `kernel void NAME(` in metal/*.metal
+# (Which kernels it defines is the kernel table's business, src/backend/metal/metal_kernels.cpp; several
+# are stamped out by macros, one per weight dtype, so the text has no simple list of them.)
 cmake_minimum_required(VERSION 3.18)
 
 if(NOT OUTPUT)
@@ -199,16 +200,8 @@ endif()
 
 set_property(GLOBAL PROPERTY AKUNU_EMBED_TEXT "")
 set_property(GLOBAL PROPERTY AKUNU_EMBED_SEEN "")
-set(kernels_table "")
 foreach(path IN LISTS metal_files)
   _inline_file("${path}")
-  # The kernels are the .metal files' own `kernel void NAME(` lines.
-  _read_lines("${path}" lines)
-  foreach(line IN LISTS lines)
-    if(line MATCHES "^[ \t]*kernel[ \t]+void[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]*\\(")
-      string(APPEND kernels_table "    \"${CMAKE_MATCH_1}\",\n")
-    endif()
-  endforeach()
 endforeach()
 get_property(text GLOBAL PROPERTY AKUNU_EMBED_TEXT)
 if(text MATCHES "\\)${_delimiter}\"")
@@ -226,10 +219,6 @@ namespace akunu::metal {
 // metal/*.metal with their local #includes inlined: one self-contained Metal source.
 inline constexpr char kEmbeddedMetalSource[] =
 ${literals};
-
-// Every `kernel void` function in it.
-inline constexpr const char *kEmbeddedMetalKernels[] = {
-${kernels_table}};
 
 }  // namespace akunu::metal
 ")

@@ -217,6 +217,9 @@ std::string MetalDevice::Impl::load_library() {
             options.languageVersion = MTLLanguageVersion3_0;
         else
             return "the Metal backend needs macOS 13 or later (Metal 3)";
+        // IEEE semantics: the kernels mask with -infinity (attention, the grammar mask, the
+        // sampler's cut), which fast math may assume away; the offline build passes -fno-fast-math.
+        options.fastMathEnabled = NO;
         // A library with warnings comes back with an error set too: only a nil library failed.
         library = [device newLibraryWithSource:ns_string(kEmbeddedMetalSource) options:options error:&error];
         if (!library) return "compiling the Metal kernels (metal/*.metal) failed:\n" + describe(error);

@@ -18,6 +18,7 @@ typedef unsigned long NSUInteger;
 #define __nullable _Nullable
 
 #define API_AVAILABLE(...)
+#define API_DEPRECATED(...)
 #define NS_RETURNS_RETAINED __attribute__((ns_returns_retained))
 #define NS_RETURNS_INNER_POINTER __attribute__((objc_returns_inner_pointer))
 #define NS_ASSUME_NONNULL_BEGIN _Pragma("clang assume_nonnull begin")

@@ -47,6 +47,7 @@ enum MTLLanguageVersion : NSUInteger {
 };
 
 @interface MTLCompileOptions : NSObject
+@property (readwrite, nonatomic) BOOL fastMathEnabled API_DEPRECATED("Use mathMode instead", macos(10.11, 15.0), ios(8.0, 18.0));
 @property (readwrite, nonatomic) MTLLanguageVersion languageVersion API_AVAILABLE(macos(10.11), ios(9.0));
 @end
 

@@ -4,6 +4,13 @@
 
 #include "norm.metal"
 
+// The small kernels (bias, softcap, gated activations, argmax, grammar mask).
+#include "activation.metal"
+#include "argmax.metal"
+#include "bias.metal"
+#include "grammar_bitmask.metal"
+#include "softcap.metal"
+
 namespace shim {
 
 #define AKUNU_SHIM_KERNEL(name) {#name, &invoke<name>, buffer_arguments(name)}
@@ -13,6 +20,13 @@ const std::vector<KernelEntry> &kernels() {
         AKUNU_SHIM_KERNEL(rmsnorm_f32),
         AKUNU_SHIM_KERNEL(rmsnorm_add_f32),
         AKUNU_SHIM_KERNEL(head_rmsnorm_f32),
+        // The small kernels.
+        AKUNU_SHIM_KERNEL(bias_add_f32),
+        AKUNU_SHIM_KERNEL(softcap_f32),
+        AKUNU_SHIM_KERNEL(silu_mul_f32),
+        AKUNU_SHIM_KERNEL(gelu_tanh_mul_f32),
+        AKUNU_SHIM_KERNEL(argmax_f32),
+        AKUNU_SHIM_KERNEL(grammar_bitmask_f32),
     };
     return entries;
 }

@@ -4,11 +4,12 @@
 
 #include "norm.metal"
 
-// The small kernels (bias, softcap, gated activations, argmax, grammar mask).
+// The small kernels (bias, softcap, gated activations, argmax, grammar mask, sampler).
 #include "activation.metal"
 #include "argmax.metal"
 #include "bias.metal"
 #include "grammar_bitmask.metal"
+#include "sample.metal"
 #include "softcap.metal"
 
 namespace shim {
@@ -27,6 +28,7 @@ const std::vector<KernelEntry> &kernels() {
         AKUNU_SHIM_KERNEL(gelu_tanh_mul_f32),
         AKUNU_SHIM_KERNEL(argmax_f32),
         AKUNU_SHIM_KERNEL(grammar_bitmask_f32),
+        AKUNU_SHIM_KERNEL(sample_f32),
     };
     return entries;
 }

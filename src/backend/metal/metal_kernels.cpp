@@ -13,10 +13,11 @@ const std::vector<MetalKernelInfo> &metal_kernels() {
         {"softcap_f32", 256, 1},
         {"silu_mul_f32", 256, 2},
         {"gelu_tanh_mul_f32", 256, 2},
-        // argmax.metal: one group for the whole vocabulary. 256 threads with two
+        // argmax.metal, sample.metal: one group for the whole vocabulary. 256 threads with two
         // 16-byte loads in flight each (for_each_logit.h) have 2048 logits in flight, more than
         // 1024 threads loading one each, at a quarter of the shim's OS threads.
         {"argmax_f32", 256, 2},
+        {"sample_f32", 256, 3},
         // grammar_bitmask.metal: one group per 64 mask words (2048 logits), a thread per logit.
         {"grammar_bitmask_f32", 256, 2},
     };

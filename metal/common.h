@@ -8,6 +8,9 @@
 #include "metal_shim.h"
 #include "metal_shim_keywords.h"
 #endif
+// Headers of src/core/ included after this one take their Metal spelling (core/sampling_rule.h);
+// the shim's compiler is no Metal compiler, so __METAL_VERSION__ alone does not tell them.
+#define AKUNU_METAL_SOURCE 1
 #include "core/kernel_params.h"
 
 using namespace metal;

@@ -31,6 +31,8 @@ struct KernelCase {
     std::string kernel;      // the Metal kernel
     std::string cpu_kernel;  // the CPU backend kernel giving the reference; empty: `reference`
     std::vector<Bytes> buffers;
+    // Where each binding starts in its buffer, in bytes (a command's buffer offset; missing: 0).
+    std::vector<size_t> offsets;
     Bytes params;
     akunu::Dim3 grid;
     std::vector<Output> outputs;

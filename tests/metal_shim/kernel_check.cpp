@@ -67,6 +67,12 @@ float f16_to_f32(uint16_t u) {
 
 namespace {
 
+uint8_t *binding(const KernelCase &c, std::vector<Bytes> &buffers, size_t i) {
+    const size_t offset = i < c.offsets.size() ? c.offsets[i] : 0;
+    if (offset > buffers[i].size()) throw std::runtime_error("a binding starts past its buffer's end");
+    return buffers[i].data() + offset;
+}
+
 void run_cpu(const KernelCase &c, std::vector<Bytes> &buffers) {
     if (c.cpu_kernel.empty()) {
         c.reference(buffers);
@@ -75,7 +81,7 @@ void run_cpu(const KernelCase &c, std::vector<Bytes> &buffers) {
     akunu::cpu::KernelFn fn = akunu::cpu::find_kernel(c.cpu_kernel.c_str());
     if (!fn) throw std::runtime_error("no CPU kernel '" + c.cpu_kernel + "'");
     akunu::cpu::KernelArgs a{};
-    for (size_t i = 0; i < buffers.size(); ++i) a.buffers[i] = buffers[i].data();
+    for (size_t i = 0; i < buffers.size(); ++i) a.buffers[i] = binding(c, buffers, i);
     a.params = c.params.data();
     a.grid = c.grid;
     fn(a, 0, (int64_t)c.grid.x * c.grid.y * c.grid.z);
@@ -92,7 +98,7 @@ void run_metal(const KernelCase &c, std::vector<Bytes> &buffers) {
     if (buffers.size() > info->buffer_slots) throw std::runtime_error("the case binds more buffers than the kernel has");
     // Slots the command leaves empty get no memory at all (MetalDevice binds a placeholder).
     std::vector<void *> pointers(info->buffer_slots, nullptr);
-    for (size_t i = 0; i < buffers.size(); ++i) pointers[i] = buffers[i].data();
+    for (size_t i = 0; i < buffers.size(); ++i) pointers[i] = binding(c, buffers, i);
     // The parameter block is a copy of its own, as setBytes makes one.
     const Bytes params = c.params;
     shim::dispatch(metal::uint3(c.grid.x, c.grid.y, c.grid.z), info->threads_per_group,

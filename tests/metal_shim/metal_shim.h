@@ -25,11 +25,14 @@
 //    shuffle_up/broadcast/broadcast_first/prefix_exclusive_sum/prefix_inclusive_sum/any/all
 //    (called by every thread of the SIMD group together, as on the GPU);
 //  - simdgroup_float8x8 / simdgroup_half8x8 with make_filled_simdgroup_matrix, simdgroup_load,
-//    simdgroup_store (matrix_origin 0), simdgroup_multiply(_accumulate).
+//    simdgroup_store (matrix_origin 0), simdgroup_multiply(_accumulate);
+//  - atomic_int / atomic_uint (e.g. a `threadgroup atomic_uint` array) with atomic_store_explicit,
+//    atomic_load_explicit and atomic_fetch_add_explicit, memory_order_relaxed (MSL's only order).
 #pragma once
 
 // Every standard header first: the address-space macros below would break them.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <condition_variable>
 #include <cstddef>
@@ -211,6 +214,27 @@ using metal::sin;
 using metal::sqrt;
 using metal::tanh;
 }  // namespace fast
+
+// --- atomics (MSL's <metal_atomic>: relaxed order only, as in MSL 3.0) ---------------------------
+enum memory_order { memory_order_relaxed };
+template <typename T> struct atomic {
+    using value_type = T;
+    std::atomic<T> value;
+};
+typedef atomic<int> atomic_int;
+typedef atomic<unsigned int> atomic_uint;
+template <typename T>
+void atomic_store_explicit(volatile atomic<T> *object, typename atomic<T>::value_type desired, memory_order) {
+    object->value.store(desired, std::memory_order_relaxed);
+}
+template <typename T> T atomic_load_explicit(const volatile atomic<T> *object, memory_order) {
+    return object->value.load(std::memory_order_relaxed);
+}
+// Returns the value before the add (integers wrap, as on the GPU).
+template <typename T>
+T atomic_fetch_add_explicit(volatile atomic<T> *object, typename atomic<T>::value_type operand, memory_order) {
+    return object->value.fetch_add(operand, std::memory_order_relaxed);
+}
 
 // MSL's <metal_numeric>: only what the kernels use.
 template <typename T> struct numeric_limits;

@@ -9,6 +9,14 @@
 #include "rope.metal"
 #include "attention.metal"
 
+// The small kernels (bias, softcap, gated activations, argmax, grammar mask, sampler).
+#include "activation.metal"
+#include "argmax.metal"
+#include "bias.metal"
+#include "grammar_bitmask.metal"
+#include "sample.metal"
+#include "softcap.metal"
+
 namespace shim {
 
 #define AKUNU_SHIM_KERNEL(name) {#name, &invoke<name>, buffer_arguments(name)}
@@ -62,6 +70,14 @@ const std::vector<KernelEntry> &kernels() {
         AKUNU_SHIM_KERNEL(attention_rope_neox_f16kv),
         AKUNU_SHIM_KERNEL(attention_rope_interleaved_q8kv),
         AKUNU_SHIM_KERNEL(attention_rope_neox_q8kv),
+        // The small kernels.
+        AKUNU_SHIM_KERNEL(bias_add_f32),
+        AKUNU_SHIM_KERNEL(softcap_f32),
+        AKUNU_SHIM_KERNEL(silu_mul_f32),
+        AKUNU_SHIM_KERNEL(gelu_tanh_mul_f32),
+        AKUNU_SHIM_KERNEL(argmax_f32),
+        AKUNU_SHIM_KERNEL(grammar_bitmask_f32),
+        AKUNU_SHIM_KERNEL(sample_f32),
     };
     return entries;
 }

@@ -54,6 +54,18 @@ const std::vector<MetalKernelInfo> &metal_kernels() {
         {"attention_rope_neox_f16kv", 128, 7},
         {"attention_rope_interleaved_q8kv", 128, 7},
         {"attention_rope_neox_q8kv", 128, 7},
+        // bias.metal, softcap.metal, activation.metal: one group per row.
+        {"bias_add_f32", 256, 2},
+        {"softcap_f32", 256, 1},
+        {"silu_mul_f32", 256, 2},
+        {"gelu_tanh_mul_f32", 256, 2},
+        // argmax.metal, sample.metal: one group for the whole vocabulary. 256 threads with two
+        // 16-byte loads in flight each (for_each_logit.h) have 2048 logits in flight, more than
+        // 1024 threads loading one each, at a quarter of the shim's OS threads.
+        {"argmax_f32", 256, 2},
+        {"sample_f32", 256, 3},
+        // grammar_bitmask.metal: one group per 64 mask words (2048 logits), a thread per logit.
+        {"grammar_bitmask_f32", 256, 2},
     };
     return kernels;
 }

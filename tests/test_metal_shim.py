@@ -111,15 +111,19 @@ def test_every_kernel_the_tables_need_exists_and_has_cases(asan_check):
     assert table <= with_cases, f"Metal kernels without a case against the CPU: {sorted(table - with_cases)}"
 
 
-def test_shim_reports_a_missing_barrier(tsan_check, asan_check):
-    """The TSan executor turns a missing threadgroup_barrier into a report (the kernels' safety net)."""
+def test_shim_reports_kernel_bugs(tsan_check, asan_check):
+    """The executors turn a missing threadgroup_barrier, a skipped barrier and an out-of-bounds write
+    into reports (the kernels' safety net)."""
     # --self-test-race runs a kernel-shaped function that writes threadgroup memory and reads
     # another thread's slot without a barrier (tests/metal_shim/self_test.cpp).
     r = _run(tsan_check, "--self-test-race")
     assert r.returncode != 0 and "ThreadSanitizer: data race" in r.stderr, r.stderr[-2000:]
-    # The fiber executor cannot see races, but reports a barrier some threads never reach.
+    # The fiber executor cannot see races, but reports a barrier some threads never reach, and
+    # AddressSanitizer still sees a kernel write past its buffer from inside a fiber.
     r = _run(asan_check, "--self-test-deadlock")
     assert r.returncode != 0 and "deadlock" in r.stderr, r.stdout[-1000:] + r.stderr[-2000:]
+    r = _run(asan_check, "--self-test-overflow")
+    assert r.returncode != 0 and "heap-buffer-overflow" in r.stderr, r.stderr[-2000:]
 
 
 # --------------------------------------------------------------------------------------
@@ -151,6 +155,7 @@ MODELS = {
     "llama_hd128_q8kv": (tm.family_spec("llama", "hd128", dtype="Q8_0", hidden=256, n_heads=2, n_kv_heads=1,
                                         head_dim=128, seed=14), None, "q8_0"),
     "llama_q4_0_q8kv": (LLAMA["q4_0_tied"], None, "q8_0"),
+    "qwen3_q8kv": (tm.ARCH_SPECS["qwen3_q4_0"], None, "q8_0"),  # NeoX RoPE and QK-norm into a Q8_0 cache
     "kquant_mixed": (kq.CASES["mixed_q4_k_m"].spec, kq.MIXED_DTYPES, "f16"),
     "kquant_mixed_b": (kq.CASES["mixed_b_tied_llama3"].spec, kq.MIXED_DTYPES_B, "f16"),
     **{name: (spec, None, "f16") for name, spec in tm.ARCH_SPECS.items()},

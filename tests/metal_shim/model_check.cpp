@@ -157,6 +157,7 @@ int run_model_check(const std::string &path, const std::string &kv) {
     std::string used;
     for (const std::string &k : shim_device->kernels_used()) used += (used.empty() ? "" : ",") + k;
     std::printf("kernels_used %s\n", used.c_str());
+    for (const auto &[kernel, ms] : shim_device->kernel_ms()) std::printf("ms_%s %.0f\n", kernel.c_str(), ms);
     return 0;
 }
 

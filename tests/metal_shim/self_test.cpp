@@ -1,6 +1,7 @@
 // Kernels with a deliberate bug, to show the shim's executors catch it (test_metal_shim.py):
 // a threadgroup array read across threads without a barrier (a ThreadSanitizer report under the
-// OS-thread executor), and a barrier that half the group skips (a deadlock report under fibers).
+// OS-thread executor), a barrier that half the group skips (a deadlock report under fibers), and
+// a write one past the end of a buffer (an AddressSanitizer report from inside a fiber).
 #include "metal_shim.h"
 #include "metal_shim_keywords.h"
 
@@ -23,6 +24,12 @@ void barrier_in_branch(device float *out, constant uint &n, uint3 group, uint3 t
     out[thread_position.x] = 1.0f;
 }
 
+void write_past_the_end(device float *out, constant uint &n, uint3 group, uint3 thread_position, uint3 group_size,
+                        uint simd_lane, uint simd_index) {
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    out[thread_position.x + 1] = 1.0f;  // thread n - 1 writes out[n]
+}
+
 template <auto Kernel> int run_buggy_kernel() {
     std::vector<float> out(64);
     void *buffers[1] = {out.data()};
@@ -37,4 +44,5 @@ template <auto Kernel> int run_buggy_kernel() {
 namespace metal_check {
 int self_test_race() { return run_buggy_kernel<missing_barrier>(); }
 int self_test_deadlock() { return run_buggy_kernel<barrier_in_branch>(); }
+int self_test_overflow() { return run_buggy_kernel<write_past_the_end>(); }
 }  // namespace metal_check

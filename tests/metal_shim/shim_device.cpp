@@ -84,8 +84,10 @@ void ShimMetalDevice::run_command(const akunu::DispatchCmd &cmd) {
     // setBytes copies the parameters when the command is encoded.
     uint8_t params[akunu::DispatchCmd::kMaxParamBytes];
     std::memcpy(params, cmd.params, sizeof params);
+    const auto t0 = std::chrono::steady_clock::now();
     shim::dispatch(metal::uint3(cmd.grid.x, cmd.grid.y, cmd.grid.z), p.info->threads_per_group,
                    [&](const shim::ThreadArgs &t) { p.kernel->fn(slots.data(), params, t); });
+    kernel_ms_[p.info->name] += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
 void ShimMetalDevice::encode_dispatch_table(const akunu::DispatchTable &table, int start_position, int count,

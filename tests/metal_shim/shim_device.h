@@ -6,6 +6,7 @@
 // unified memory does.
 #pragma once
 #include <deque>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -40,6 +41,8 @@ public:
 
     // Every kernel a table asked for so far (coverage: what the table builder emits on Metal).
     const std::set<std::string> &kernels_used() const { return kernels_used_; }
+    // Wall time spent in each kernel's dispatches so far (what makes a shim run slow).
+    const std::map<std::string, double> &kernel_ms() const { return kernel_ms_; }
 
 private:
     struct ShimPipeline;
@@ -47,6 +50,7 @@ private:
     std::deque<ShimPipeline> pipelines_;
     std::set<void *> owned_;
     std::set<std::string> kernels_used_;
+    std::map<std::string, double> kernel_ms_;
 };
 
 }  // namespace metal_check

@@ -122,12 +122,20 @@ void dispatch(metal::uint3 groups, unsigned threads, const std::function<void(co
 #else
 
 // --- fibers --------------------------------------------------------------------------------------
+// Each GPU thread of the dispatch is a fiber that runs the kernel for every group in turn; the
+// scheduler (the dispatching thread) resumes runnable fibers and releases barriers. A fiber
+// starts once per dispatch (setcontext onto its own stack); switches are the compiler's
+// __builtin_setjmp / __builtin_longjmp, which unlike swapcontext make no system call (the signal
+// mask stays as it is) and unlike longjmp are not intercepted by AddressSanitizer (which asks the
+// kernel for the signal stack on every longjmp): a whole model through the shim costs seconds.
 namespace {
 
-enum class FiberState { Runnable, AtGroupBarrier, AtSimdBarrier, Done };
+enum class FiberState { Runnable, AtGroupBarrier, AtSimdBarrier, GroupDone, Done };
 
 struct Fiber {
-    ucontext_t context;
+    ucontext_t start;  // the entry, used once
+    void *resume[5];   // where it waits (a __builtin_setjmp buffer)
+    bool started = false;
     FiberState state = FiberState::Runnable;
     ThreadContext thread;
     ThreadArgs args;
@@ -135,10 +143,11 @@ struct Fiber {
 
 constexpr size_t kFiberStackBytes = 256 * 1024;
 
-// One dispatch's fibers, reachable from the fiber entry point (makecontext passes only ints).
+// One dispatch, reachable from the fiber entry point (makecontext passes only ints).
 struct FiberRun {
-    ucontext_t scheduler;
+    void *scheduler[5];
     std::vector<Fiber> fibers;
+    metal::uint3 groups;
     const std::function<void(const ThreadArgs &)> *body = nullptr;
 };
 
@@ -164,8 +173,8 @@ struct StackSwitch {
     void finish() {}
 #endif
 };
-thread_local StackSwitch t_scheduler_switch;  // scheduler -> fiber; `bottom` learns the scheduler's stack
-thread_local StackSwitch t_fiber_switch;      // fiber -> scheduler
+thread_local StackSwitch t_scheduler_switch;  // scheduler -> fiber
+thread_local StackSwitch t_fiber_switch;      // fiber -> scheduler; `bottom` learns the scheduler's stack
 
 // Fiber stacks, kept for the next dispatch.
 std::vector<std::unique_ptr<char[]>> &stack_pool() {
@@ -173,82 +182,93 @@ std::vector<std::unique_ptr<char[]>> &stack_pool() {
     return pool;
 }
 
-void fiber_entry(int index) {
-    t_fiber_switch.finish();  // arrived from the scheduler: learns its stack
-    Fiber &f = t_run->fibers[(size_t)index];
-    try {
-        (*t_run->body)(f.args);
-    } catch (const std::exception &e) {
-        fail(e.what());
-    }
-    f.state = FiberState::Done;
-    t_fiber_switch.start_final(t_fiber_switch.bottom, t_fiber_switch.size);  // uc_link returns to the scheduler
-}
+// __builtin_longjmp may not share a function with the __builtin_setjmp of its buffer. Not declared
+// [[noreturn]], and not instrumented: AddressSanitizer would unpoison the whole stack before every
+// jump (asking the kernel for the signal stack each time), which the fiber annotations make moot.
+__attribute__((noinline, no_sanitize_address)) void jump_to(void **buffer) { __builtin_longjmp(buffer, 1); }
 
-void switch_to_scheduler(FiberState state) {
+// The running fiber waits in `state` until the scheduler resumes it. (The switching functions are
+// not instrumented, for the reason jump_to is not.)
+__attribute__((no_sanitize_address)) void switch_to_scheduler(FiberState state) {
     if (!t_fiber) fail("a barrier outside a kernel");
-    t_fiber->state = state;
+    Fiber *self = t_fiber;
+    self->state = state;
     t_fiber_switch.start(t_fiber_switch.bottom, t_fiber_switch.size);
-    swapcontext(&t_fiber->context, &t_run->scheduler);
+    if (__builtin_setjmp(self->resume) == 0) jump_to(t_run->scheduler);
     t_fiber_switch.finish();
 }
 
-// Sets the fiber up to start the kernel on its own stack (a function of its own: getcontext
-// returns twice, and no caller variable should live across it).
-__attribute__((noinline)) void prepare_fiber(Fiber &f, char *stack, ucontext_t *scheduler, int index) {
-    getcontext(&f.context);
-    f.context.uc_stack.ss_sp = stack;
-    f.context.uc_stack.ss_size = kFiberStackBytes;
-    f.context.uc_link = scheduler;
-    makecontext(&f.context, (void (*)())fiber_entry, 1, index);
+void fiber_entry(int index) {
+    t_fiber_switch.finish();  // arrived from the scheduler: learns its stack
+    Fiber &f = t_run->fibers[(size_t)index];
+    for_each_group(t_run->groups, [&](metal::uint3 g) {
+        f.args.group = g;
+        try {
+            (*t_run->body)(f.args);
+        } catch (const std::exception &e) {
+            fail(e.what());
+        }
+        // The next group reuses the static threadgroup arrays: wait for the whole group.
+        switch_to_scheduler(FiberState::GroupDone);
+    });
+    f.state = FiberState::Done;
+    t_fiber_switch.start_final(t_fiber_switch.bottom, t_fiber_switch.size);
+    jump_to(t_run->scheduler);  // this stack is not returned to
 }
 
-// Runs one threadgroup to completion: each runnable fiber until it blocks or ends, then releases
-// the barriers every participant has reached.
-void run_group(FiberRun &run, std::vector<std::unique_ptr<SimdGroup>> &simd, metal::uint3 group) {
+// Resumes one fiber until it waits or ends. (A function of its own: _setjmp returns twice, and
+// no caller variable should live across it.)
+__attribute__((noinline, no_sanitize_address)) void resume_fiber(FiberRun &run, Fiber &f) {
+    t_fiber = &f;
+    char *stack = static_cast<char *>(f.start.uc_stack.ss_sp);
+    t_scheduler_switch.start(stack, kFiberStackBytes);
+    if (__builtin_setjmp(run.scheduler) == 0) {
+        if (!f.started) {
+            f.started = true;
+            setcontext(&f.start);
+        }
+        jump_to(f.resume);
+    }
+    t_scheduler_switch.finish();
+    t_fiber = nullptr;
+}
+
+__attribute__((noinline)) void prepare_fiber(Fiber &f, char *stack, int index) {
+    getcontext(&f.start);
+    f.start.uc_stack.ss_sp = stack;
+    f.start.uc_stack.ss_size = kFiberStackBytes;
+    f.start.uc_link = nullptr;  // fiber_entry leaves by jump_to
+    makecontext(&f.start, (void (*)())fiber_entry, 1, index);
+}
+
+// Releases the barriers every participant has reached; false when none could be.
+bool release_barriers(FiberRun &run, std::vector<std::unique_ptr<SimdGroup>> &simd) {
     const unsigned threads = (unsigned)run.fibers.size();
-    for (unsigned t = 0; t < threads; ++t) {
-        Fiber &f = run.fibers[t];
-        f.state = FiberState::Runnable;
-        f.args.group = group;
-        prepare_fiber(f, stack_pool()[t].get(), &run.scheduler, (int)t);
+    unsigned at_group = 0, group_done = 0;
+    for (const Fiber &f : run.fibers) {
+        at_group += f.state == FiberState::AtGroupBarrier;
+        group_done += f.state == FiberState::GroupDone;
     }
-    for (;;) {
-        bool progressed = false;
-        for (Fiber &f : run.fibers) {
-            if (f.state != FiberState::Runnable) continue;
-            t_fiber = &f;
-            t_scheduler_switch.start(f.context.uc_stack.ss_sp, f.context.uc_stack.ss_size);
-            swapcontext(&run.scheduler, &f.context);
-            t_scheduler_switch.finish();
-            t_fiber = nullptr;
-            progressed = true;
-        }
-        unsigned done = 0, at_group = 0;
-        for (const Fiber &f : run.fibers) {
-            done += f.state == FiberState::Done;
-            at_group += f.state == FiberState::AtGroupBarrier;
-        }
-        if (done == threads) return;
-        if (at_group > 0 && at_group + done == threads) {
-            if (done > 0) fail("deadlock: threadgroup_barrier reached by some threads of a group while others had returned");
-            for (Fiber &f : run.fibers) f.state = FiberState::Runnable;
-            continue;
-        }
-        for (size_t s = 0; s < simd.size(); ++s) {
-            const unsigned first = (unsigned)s * SimdGroup::kWidth, lanes = (unsigned)simd[s]->active_lanes;
-            unsigned waiting = 0, finished = 0;
-            for (unsigned l = 0; l < lanes; ++l) {
-                waiting += run.fibers[first + l].state == FiberState::AtSimdBarrier;
-                finished += run.fibers[first + l].state == FiberState::Done;
-            }
-            if (waiting == 0 || waiting + finished < lanes) continue;
-            if (finished > 0) fail("deadlock: a SIMD-group function called by some lanes while others had returned");
-            for (unsigned l = 0; l < lanes; ++l) run.fibers[first + l].state = FiberState::Runnable;
-            progressed = true;
-        }
-        if (!progressed) fail("deadlock: threads wait at barriers that the others of their group never reach");
+    if (group_done == threads || at_group == threads) {  // the next group, or past the barrier
+        for (Fiber &f : run.fibers) f.state = FiberState::Runnable;
+        return true;
     }
+    if (at_group > 0 && at_group + group_done == threads)
+        fail("deadlock: threadgroup_barrier reached by some threads of a group while others had returned");
+    bool released = false;
+    for (size_t s = 0; s < simd.size(); ++s) {
+        const unsigned first = (unsigned)s * SimdGroup::kWidth, lanes = (unsigned)simd[s]->active_lanes;
+        unsigned waiting = 0, finished = 0;
+        for (unsigned l = 0; l < lanes; ++l) {
+            waiting += run.fibers[first + l].state == FiberState::AtSimdBarrier;
+            finished += run.fibers[first + l].state == FiberState::GroupDone;
+        }
+        if (waiting == 0 || waiting + finished < lanes) continue;
+        if (finished > 0) fail("deadlock: a SIMD-group function called by some lanes while others had returned");
+        for (unsigned l = 0; l < lanes; ++l) run.fibers[first + l].state = FiberState::Runnable;
+        released = true;
+    }
+    return released;
 }
 
 }  // namespace
@@ -260,19 +280,37 @@ void simd_barrier() { switch_to_scheduler(FiberState::AtSimdBarrier); }
 void dispatch(metal::uint3 groups, unsigned threads, const std::function<void(const ThreadArgs &)> &body) {
     if (threads == 0 || threads > 1024) fail("threads per group must be 1..1024");
     if (t_run) fail("a dispatch inside a kernel");
+    if (groups.x == 0 || groups.y == 0 || groups.z == 0) return;
     while (stack_pool().size() < threads) stack_pool().emplace_back(new char[kFiberStackBytes]);
     std::vector<std::unique_ptr<SimdGroup>> simd = make_simd_groups(threads);
     FiberRun run;
     run.body = &body;
+    run.groups = groups;
     run.fibers.resize(threads);
     for (unsigned t = 0; t < threads; ++t) {
-        run.fibers[t].args = thread_args(t, threads);
-        run.fibers[t].thread.simd = simd[t / SimdGroup::kWidth].get();
-        run.fibers[t].thread.lane = t % SimdGroup::kWidth;
-        run.fibers[t].thread.index = t;
+        Fiber &f = run.fibers[t];
+        f.args = thread_args(t, threads);
+        f.thread.simd = simd[t / SimdGroup::kWidth].get();
+        f.thread.lane = t % SimdGroup::kWidth;
+        f.thread.index = t;
+        prepare_fiber(f, stack_pool()[t].get(), (int)t);
     }
     t_run = &run;
-    for_each_group(groups, [&](metal::uint3 g) { run_group(run, simd, g); });
+    for (;;) {
+        bool progressed = false;
+        unsigned done = 0;
+        for (Fiber &f : run.fibers) {
+            if (f.state == FiberState::Runnable) {
+                resume_fiber(run, f);
+                progressed = true;
+            }
+            done += f.state == FiberState::Done;
+        }
+        if (done == threads) break;
+        if (done > 0) fail("internal: fibers of one dispatch finished at different groups");
+        if (!release_barriers(run, simd) && !progressed)
+            fail("deadlock: threads wait at barriers that the others of their group never reach");
+    }
     t_run = nullptr;
 }
 

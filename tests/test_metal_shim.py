@@ -126,6 +126,13 @@ def test_shim_reports_kernel_bugs(tsan_check, asan_check):
     assert r.returncode != 0 and "heap-buffer-overflow" in r.stderr, r.stderr[-2000:]
 
 
+def test_top_p_target_without_double_equals_the_hosts(asan_check):
+    """Metal has no double: the sampler's top-p target comes from integers alone and must equal the
+    host's double arithmetic bit for bit, or a draw could differ (src/core/sampling_rule.h)."""
+    r = _run(asan_check, "--check-top-p")
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+
+
 # --------------------------------------------------------------------------------------
 # whole models: CPU backend vs the Metal kernels
 # --------------------------------------------------------------------------------------

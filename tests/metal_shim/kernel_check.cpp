@@ -6,6 +6,7 @@
 //   metal_kernel_check --list-table     the Metal kernel table (src/backend/metal/metal_kernels.cpp)
 //   metal_kernel_check --list-required  what the table builder can ask of Metal (required_kernels.cpp)
 //   metal_kernel_check --self-test-race | --self-test-deadlock | --self-test-overflow   buggy kernels
+//   metal_kernel_check --check-top-p    the sampler's double-free top-p target == the host's
 //   metal_kernel_check --model FILE [--kv f16|q8_0]   a whole model, CPU vs Metal (model_check.cpp)
 #include <cmath>
 #include <cstdio>
@@ -25,6 +26,7 @@ std::set<std::string> required_metal_kernels();
 int self_test_race();
 int self_test_deadlock();
 int self_test_overflow();
+int check_top_p_target();
 
 namespace {
 std::vector<std::pair<const char *, CaseFactory>> &factories() {
@@ -168,6 +170,7 @@ int main(int argc, char **argv) {
     if (filter == "--self-test-race") return self_test_race();
     if (filter == "--self-test-deadlock") return self_test_deadlock();
     if (filter == "--self-test-overflow") return self_test_overflow();
+    if (filter == "--check-top-p") return check_top_p_target();
     if (filter == "--list-cases") {  // kernel, then label
         for (auto &[family, factory] : factories())
             for (const KernelCase &c : factory()) std::printf("%s\t%s\n", c.kernel.c_str(), c.label.c_str());

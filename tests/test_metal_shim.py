@@ -33,7 +33,6 @@ ROOT = Path(__file__).resolve().parent.parent
 SHIM_DIR = ROOT / "tests" / "metal_shim"
 VOCAB = 512  # small enough that the logits GEMV is not most of a shim run
 
-SANITIZERS = {"asan": "address,undefined", "tsan": "thread"}
 SANITIZER_ENV = {
     "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:halt_on_error=1",
     "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1",
@@ -41,32 +40,27 @@ SANITIZER_ENV = {
 }
 
 
-def _build(kind: str, build_root: Path) -> Path:
-    """Configure and build metal_kernel_check with the `kind` sanitizers; returns the binary."""
-    build = build_root / kind
-    cmake = ["cmake", "-S", str(SHIM_DIR), "-B", str(build), "-G", "Ninja",
-             f"-DAKUNU_SHIM_SANITIZE={SANITIZERS[kind]}"]
+@pytest.fixture(scope="session")
+def shim_build(tmp_path_factory) -> Path:
+    """Configure and build both checkers (one reference library); returns the build folder."""
+    # AKUNU_METAL_SHIM_BUILD keeps the build between runs (development); CI builds afresh.
+    kept = os.environ.get("AKUNU_METAL_SHIM_BUILD")
+    build = Path(kept) if kept else tmp_path_factory.mktemp("metal_shim")
+    cmake = ["cmake", "-S", str(SHIM_DIR), "-B", str(build), "-G", "Ninja", "-DAKUNU_SHIM_VARIANTS=ON"]
     for cmd in (cmake, ["cmake", "--build", str(build), "-j", str(os.cpu_count() or 2)]):
         r = subprocess.run(cmd, capture_output=True, text=True)
         assert r.returncode == 0, f"{' '.join(cmd)} failed:\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}"
-    return build / "metal_kernel_check"
+    return build
 
 
 @pytest.fixture(scope="session")
-def shim_build_root(tmp_path_factory) -> Path:
-    # AKUNU_METAL_SHIM_BUILD keeps the builds between runs (development); CI builds afresh.
-    kept = os.environ.get("AKUNU_METAL_SHIM_BUILD")
-    return Path(kept) if kept else tmp_path_factory.mktemp("metal_shim")
+def asan_check(shim_build) -> Path:
+    return shim_build / "metal_kernel_check_asan"
 
 
 @pytest.fixture(scope="session")
-def asan_check(shim_build_root) -> Path:
-    return _build("asan", shim_build_root)
-
-
-@pytest.fixture(scope="session")
-def tsan_check(shim_build_root) -> Path:
-    return _build("tsan", shim_build_root)
+def tsan_check(shim_build) -> Path:
+    return shim_build / "metal_kernel_check_tsan"
 
 
 def _run(binary: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:

@@ -71,7 +71,7 @@ std::vector<int> kv_layer_lengths(const ModelConfig &config, const ChipConfig &c
 
 // The plan for a model (its weights, config, architecture and the device's chip config) on `device`,
 // allocating nothing. Throws UnsupportedError for a weight dtype the device cannot run (as the
-// upload would) and std::invalid_argument for a context_length above kMaxContextLength.
+// upload would) and std::invalid_argument for a negative context_length.
 MemoryPlan plan_memory(Device &device, const WeightProvider &weights, const ArchDescriptor &arch,
                        const ModelConfig &config, const ChipConfig &chip, const MemoryRequest &request);
 

@@ -13,16 +13,22 @@ namespace akunu {
 
 namespace {
 
-constexpr size_t kMaxFileBytes = 1 << 20;  // /proc and cgroup files are small; anything larger is not one
+// Read at most this much of a file: /proc and cgroup files are small (mountinfo on a busy host can
+// reach hundreds of KiB); past it a file is cut, and what it held further on sets no limit.
+constexpr size_t kMaxFileBytes = 4 << 20;
 // cgroup v1 writes "no limit" as the largest page-aligned signed 64-bit value; v2 writes "max".
 constexpr uint64_t kUnlimitedAbove = uint64_t(1) << 62;
 
 std::optional<std::string> read_file(const std::string &path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) return std::nullopt;
-    std::string text(kMaxFileBytes, '\0');
-    in.read(&text[0], (std::streamsize)text.size());
-    text.resize((size_t)in.gcount());
+    std::string text;
+    char chunk[4096];
+    while (text.size() < kMaxFileBytes) {
+        in.read(chunk, sizeof chunk);
+        text.append(chunk, (size_t)in.gcount());
+        if (!in) break;  // the end (or an error): what was read is all there is
+    }
     return text;
 }
 

@@ -1116,3 +1116,46 @@ def test_prompt_reuse_window_ring_on_cuda(kv_cache_dtype, gguf_dir):
         fresh.reset()
         want = fresh.generate_tokens(prompt, max_tokens=12)
         assert got == want, pr.divergence(fresh, prompt, got, want)
+
+
+# --- the memory plan (docs/adr/0021-memory-plan.md) ----------------------------------------------------
+
+def test_context_beyond_gpu_memory_is_refused_by_the_plan(gguf_dir):
+    """A context whose KV cache is twice the GPU's free memory raises OutOfMemoryError from the memory
+    plan — cudaMemGetInfo's free bytes, the breakdown, the largest context that fits — before any CUDA
+    allocation (no CUDA error in the message; the GPU's free memory is the same afterwards). A context
+    1 GiB of KV cache short of that largest one (room for what the plan does not count: CUDA graphs,
+    cuBLAS's handle and workspace) then loads and generates what a small context does."""
+    spec = SPECS["f16_hd64"]
+    path = str(gw.build_gguf(spec, gguf_dir)[0])
+
+    def plan(context):
+        return akunu.Model.plan_memory(path, backend="cuda", context_length=context)
+
+    before = plan(1024)
+    assert before["fits"] and before["backend"] == "cuda"
+    assert before["available_source"].startswith("cudaMemGetInfo free"), before
+    per_token = (plan(2048)["kv_cache_bytes"] - before["kv_cache_bytes"]) // 1024
+    assert per_token == spec.n_layers * 2 * spec.n_kv_heads * spec.head_dim * 2  # K and V, F16
+    context = min(2**31 - 1, 2 * before["available_bytes"] // per_token)
+    refused = plan(context)
+    assert not refused["fits"]
+
+    with pytest.raises(akunu.OutOfMemoryError) as info:
+        akunu.Model(path, backend="cuda", context_length=context)
+    e = info.value
+    assert isinstance(e, MemoryError) and isinstance(e, akunu.AkunuError)
+    assert e.needed == refused["total_bytes"] > e.available
+    assert abs(e.available - before["available_bytes"]) < 256 << 20
+    assert 0 < e.largest_context < context and e.largest_context * per_token <= e.available
+    message = str(e)
+    for number in (e.needed, e.available, e.largest_context):
+        assert str(number) in message, message
+    assert "cudaMemGetInfo free" in message and "CUDA out of memory" not in message and " failed" not in message
+    after = plan(1024)
+    assert abs(after["available_bytes"] - before["available_bytes"]) < 256 << 20, "the refused load left memory allocated"
+
+    big = akunu.Model(path, backend="cuda", context_length=e.largest_context - (1 << 30) // per_token)
+    small = akunu.Model(path, backend="cuda", context_length=1024)
+    ids = _tokens(small, 64)
+    assert big.generate_tokens(ids, max_tokens=16) == small.generate_tokens(ids, max_tokens=16)

@@ -15,6 +15,7 @@ from ._core import (
     ContextOverflowError,
     GenerationStats,
     ModelFormatError,
+    OutOfMemoryError,
     Tokenizer,
     TokenizerError,
     UnsupportedError,
@@ -22,7 +23,7 @@ from ._core import (
 )
 from .grammar import Grammar, GrammarError
 from .hf_tokenizer import HFTokenizer
-from .model import Model
+from .model import ContextLengthWarning, Model
 from .models import default_model_path
 from .sampling import SamplingParams
 
@@ -39,6 +40,8 @@ __all__ = [
     "UnsupportedError",
     "ContextOverflowError",
     "TokenizerError",
+    "OutOfMemoryError",
+    "ContextLengthWarning",
     "default_model_path",
     "built_backends",
 ]

@@ -1,4 +1,4 @@
-"""The `akunu` command: run, chat, inspect, bench."""
+"""The `akunu` command: run, chat, inspect, bench, serve."""
 
 from __future__ import annotations
 
@@ -102,12 +102,40 @@ def cmd_chat(args) -> int:
         messages.append({"role": "assistant", "content": "".join(reply)})
 
 
+def _size(n: int) -> str:
+    return f"{n / 1e9:.2f} GB" if n >= 1e9 else f"{n / 1e6:.1f} MB"
+
+
+def _print_memory_plan(plan: dict, width: int) -> None:
+    """The memory plan (Model.memory_plan, docs/adr/0021-memory-plan.md): what the model holds on its
+    device against what the device has."""
+    print(f"{'memory plan:':<{width}}{_size(plan['total_bytes'])} on {plan['backend']} for context_length "
+          f"{plan['context_length']}: weights {_size(plan['weights_bytes'])}, KV cache {_size(plan['kv_cache_bytes'])}, "
+          f"scratch {_size(plan['scratch_bytes'])}")
+    available = plan["available_bytes"]
+    fits = "fits" if plan["fits"] else "DOES NOT FIT"
+    print(f"{'available:':<{width}}" + (f"{_size(available)} ({plan['available_source']}): {fits}"
+                                         if available is not None else plan["available_source"]))
+    largest = plan["largest_context"]
+    print(f"{'largest context:':<{width}}" + ("no limit known" if largest is None else
+                                               "none fits" if largest == 0 else f"{largest} tokens"))
+    print(f"{'prompt cache:':<{width}}up to {_size(plan['prompt_cache_bytes'])} of host memory (not in the plan)")
+
+
 def cmd_inspect(args) -> int:
     from collections import Counter
 
-    model = _load(args)
-    c = model.config
+    from ._core import OutOfMemoryError
+    from .model import Model
+
     width = 24
+    try:
+        model = _load(args)
+    except OutOfMemoryError:  # show the plan that was refused, then the error
+        _print_memory_plan(Model.plan_memory(resolve_model_path(args.model), backend=args.backend,
+                                             context_length=args.context, kv_cache_dtype=args.kv_cache_dtype), width)
+        raise
+    c = model.config
     print(f"{'file:':<{width}}{model.path}")
     for key in ("architecture", "name", "dim", "n_layers", "n_heads", "n_kv_heads", "head_dim", "ffn_dim", "vocab_size",
                 "trained_context_length", "context_length", "rope_theta", "norm_eps", "tie_embeddings"):
@@ -121,6 +149,7 @@ def cmd_inspect(args) -> int:
           f"{total / 1e6:.1f} MB")
     print(f"{'backend:':<{width}}{model.backend} — {model.device_name}")
     print(f"{'kv cache:':<{width}}{model.kv_cache_bytes / 1e6:.1f} MB ({model.kv_cache_dtype})")
+    _print_memory_plan(model.memory_plan, width)
     table = model.dispatch_table
     kernels = Counter(cmd["kernel"] for cmd in table)
     print(f"{'dispatch table:':<{width}}{len(table)} commands per token: " + ", ".join(f"{k} x{n}" for k, n in kernels.most_common()))
@@ -225,12 +254,14 @@ def build_parser() -> argparse.ArgumentParser:
     chat_template_arg(p)
     p.set_defaults(func=cmd_chat)
 
-    p = sub.add_parser("inspect", help="show a model's configuration, tensors and dispatch table")
+    p = sub.add_parser("inspect", help="show a model's configuration, memory plan, tensors and dispatch table")
     p.add_argument("model_path", nargs="?", default=None)
     p.add_argument("--backend", default="auto", choices=BACKENDS, help="auto, or one built into this akunu")
+    p.add_argument("-c", "--context", type=int, default=None,
+                   help="context length (tokens) to plan and load for (default: the model's, at most 4096)")
     p.add_argument("--tensors", action="store_true", help="list every tensor")
     kv_cache_dtype_arg(p)
-    p.set_defaults(func=cmd_inspect, context=None, threads=None)
+    p.set_defaults(func=cmd_inspect, threads=None)
 
     p = sub.add_parser("bench", help="llama-bench style prompt-processing and generation speed")
     model_args(p)

@@ -8,6 +8,7 @@ import dataclasses
 import itertools
 import os
 import threading
+import warnings
 from typing import Iterator, Sequence
 
 from . import _core
@@ -21,6 +22,38 @@ from .stop import StopMatcher
 KV_CACHE_DTYPES = ("f16", "q8_0")
 DEFAULT_MAX_TOKENS = 128  # generate, stream and generate_tokens when max_tokens is not given
 CHAT_MAX_TOKENS = 256     # chat's
+
+
+MAX_CONTEXT_LENGTH = 2**31 - 1  # positions are 32-bit signed integers in the engine
+
+
+class ContextLengthWarning(UserWarning):
+    """Model(..., context_length=N) with N beyond the context the model was trained on: allowed,
+    since it was asked for, but its output past the trained length is usually poor."""
+
+
+def _check_load_arguments(backend, context_length, threads, kv_cache_dtype, prompt_cache_bytes) -> None:
+    """The checks Model() and Model.plan_memory() make before the engine sees the arguments."""
+    if not isinstance(backend, str):  # the name itself is checked by the engine (create_device)
+        raise ValueError(f"backend must be a string: 'auto' or one of {_core.built_backends()}, got {backend!r}")
+    if context_length is not None and (isinstance(context_length, bool) or not isinstance(context_length, int) or
+                                       not 0 < context_length <= MAX_CONTEXT_LENGTH):
+        raise ValueError(f"context_length must be a positive integer up to {MAX_CONTEXT_LENGTH}, got {context_length!r}")
+    if threads is not None and (not isinstance(threads, int) or threads <= 0):
+        raise ValueError(f"threads must be a positive integer, got {threads!r}")
+    if not isinstance(kv_cache_dtype, str) or kv_cache_dtype not in KV_CACHE_DTYPES:
+        raise ValueError(f"kv_cache_dtype must be one of {KV_CACHE_DTYPES}, got {kv_cache_dtype!r}")
+    if prompt_cache_bytes is not None and (isinstance(prompt_cache_bytes, bool) or
+                                           not isinstance(prompt_cache_bytes, int) or prompt_cache_bytes < 0):
+        raise ValueError(f"prompt_cache_bytes must be a non-negative integer, got {prompt_cache_bytes!r}")
+
+
+def _check_model_path(path: str) -> None:
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"model file not found: {path}")
+    if os.path.isdir(path) and not os.path.isfile(os.path.join(path, "config.json")):
+        raise IsADirectoryError(f"{path} is a directory without config.json: expected a GGUF file or a "
+                                "Hugging Face checkpoint directory (config.json, *.safetensors, tokenizer.json)")
 
 
 def _engine_attribute(name: str) -> property:
@@ -40,7 +73,8 @@ class Model:
     - backend: "auto" (the best available) or one of akunu.built_backends(): "cpu", "cuda" in
       builds made with nvcc, "metal" in builds made on macOS. "cuda" or "metal" in a build without
       it raises UnsupportedError; any other name raises ValueError listing them.
-    - context_length: tokens the KV cache holds (default: the model's, capped at 4096).
+    - context_length: tokens the KV cache holds (default: the model's trained context, capped at
+      4096). Beyond the trained context it is allowed, with a ContextLengthWarning.
     - threads: CPU worker threads (default: one per hardware thread).
     - kv_cache_dtype: "f16" (default) or "q8_0": keys and values as 8-bit blocks of 32 with an fp16
       scale (llama.cpp's Q8_0), about half the cache memory; needs head_dim a multiple of 32.
@@ -50,8 +84,14 @@ class Model:
       family (akunu.chat_templates: Gemma, Llama 3, Llama 2, Mistral, Phi-3, ChatML), picked from
       the vocabulary's special tokens and the architecture; chat_format says which.
     - prompt_cache_bytes: host memory for the KV caches of recent conversations (default: a full
-      context's worth, kv_cache_bytes plus 4 bytes of token id per position; 0 turns it off). See
-      prompt reuse below.
+      context's worth, kv_cache_bytes plus 4 bytes of token id per position, at most the host memory
+      the memory plan leaves free; 0 turns it off). See prompt reuse below.
+
+    Memory: before anything is allocated the load works out what the model will hold (weights as
+    the backend lays them out, the KV cache, scratch: memory_plan) and compares it with what the
+    device has free; a model that does not fit raises akunu.OutOfMemoryError (a MemoryError) naming
+    the numbers and the largest context_length that fits. Model.plan_memory(path, ...) makes the
+    same plan without loading (docs/adr/0021-memory-plan.md).
 
     Prompt reuse: generate, stream, chat and generate_tokens keep the part of the KV cache that the
     new prompt shares with what it holds (the last prompt and its reply) and prefill only the rest,
@@ -67,38 +107,28 @@ class Model:
                  threads: int | None = None, kv_cache_dtype: str = "f16", chat_template: str | None = None,
                  prompt_cache_bytes: int | None = None):
         path = os.fspath(path)
-        if not isinstance(backend, str):  # the name itself is checked by the engine (create_device)
-            raise ValueError(f"backend must be a string: 'auto' or one of {_core.built_backends()}, got {backend!r}")
-        if context_length is not None and (not isinstance(context_length, int) or context_length <= 0):
-            raise ValueError(f"context_length must be a positive integer, got {context_length!r}")
-        if threads is not None and (not isinstance(threads, int) or threads <= 0):
-            raise ValueError(f"threads must be a positive integer, got {threads!r}")
-        if not isinstance(kv_cache_dtype, str) or kv_cache_dtype not in KV_CACHE_DTYPES:
-            raise ValueError(f"kv_cache_dtype must be one of {KV_CACHE_DTYPES}, got {kv_cache_dtype!r}")
-        if prompt_cache_bytes is not None and (isinstance(prompt_cache_bytes, bool) or
-                                               not isinstance(prompt_cache_bytes, int) or prompt_cache_bytes < 0):
-            raise ValueError(f"prompt_cache_bytes must be a non-negative integer, got {prompt_cache_bytes!r}")
+        _check_load_arguments(backend, context_length, threads, kv_cache_dtype, prompt_cache_bytes)
         if chat_template is not None:
             check_template(chat_template)
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"model file not found: {path}")
+        _check_model_path(path)
         self._chat_override = chat_template
         self._hf_tokenizer = None
+        engine_arguments = (backend, context_length or 0, threads or 0, kv_cache_dtype,
+                            -1 if prompt_cache_bytes is None else prompt_cache_bytes)
         if os.path.isdir(path):  # a Hugging Face checkpoint: its tokenizer runs in Python
             from .hf_checkpoint import read_checkpoint
 
-            if not os.path.isfile(os.path.join(path, "config.json")):
-                raise IsADirectoryError(f"{path} is a directory without config.json: expected a GGUF file or a "
-                                        "Hugging Face checkpoint directory (config.json, *.safetensors, tokenizer.json)")
-
             loaded = read_checkpoint(path)
-            self._engine = _core.Model(loaded.checkpoint, backend, context_length or 0, threads or 0, kv_cache_dtype,
-                                       -1 if prompt_cache_bytes is None else prompt_cache_bytes)
+            self._engine = _core.Model(loaded.checkpoint, *engine_arguments)
             self._hf_tokenizer = loaded.tokenizer
             self._hf_chat_template = loaded.chat_template
         else:
-            self._engine = _core.Model(path, backend, context_length or 0, threads or 0, kv_cache_dtype,
-                                       -1 if prompt_cache_bytes is None else prompt_cache_bytes)
+            self._engine = _core.Model(path, *engine_arguments)
+        trained = self._engine.config["trained_context_length"]
+        if context_length is not None and context_length > trained:
+            warnings.warn(f"context_length={context_length} is beyond the {trained} tokens {os.path.basename(path)} "
+                          "was trained on: positions past them are usually generated poorly", ContextLengthWarning,
+                          stacklevel=2)
         self.path = path
         # One generation session at a time per model: generate()/chat() hold this lock for their
         # whole run, so threads sharing a model take turns; a stream notices if it was superseded.
@@ -126,6 +156,25 @@ class Model:
                                   local_files_only=local_files_only, token=token)
         return cls(path, **load_kwargs)
 
+    @staticmethod
+    def plan_memory(path: str | os.PathLike, backend: str = "auto", context_length: int | None = None,
+                    threads: int | None = None, kv_cache_dtype: str = "f16",
+                    prompt_cache_bytes: int | None = None) -> dict:
+        """The memory plan Model(path, ...) with these arguments would make, without loading: the
+        dict memory_plan shows, "fits" saying whether the load would go ahead. Opens the device and
+        maps the file (a Hugging Face checkpoint is read, MLX weights converted) but allocates no
+        weights, KV cache or scratch."""
+        path = os.fspath(path)
+        _check_load_arguments(backend, context_length, threads, kv_cache_dtype, prompt_cache_bytes)
+        _check_model_path(path)
+        source = path
+        if os.path.isdir(path):
+            from .hf_checkpoint import read_checkpoint
+
+            source = read_checkpoint(path).checkpoint
+        return _core.plan_memory(source, backend, context_length or 0, threads or 0, kv_cache_dtype,
+                                 -1 if prompt_cache_bytes is None else prompt_cache_bytes)
+
     # --- what was loaded ---------------------------------------------------------------
 
     config = _engine_attribute("config")
@@ -137,6 +186,7 @@ class Model:
     dispatch_table = _engine_attribute("dispatch_table")
     kv_cache_dtype = _engine_attribute("kv_cache_dtype")
     kv_cache_bytes = _engine_attribute("kv_cache_bytes")
+    memory_plan = _engine_attribute("memory_plan")
     stats = _engine_attribute("stats")
     prompt_cache_bytes = _engine_attribute("prompt_cache_bytes")
     finish_reason = _engine_attribute("finish_reason")

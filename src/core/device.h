@@ -32,6 +32,14 @@ struct Dim3 {
     uint32_t x = 1, y = 1, z = 1;
 };
 
+// Memory a device can still give out, and where that number came from (for messages).
+struct MemoryAvailable {
+    static constexpr uint64_t kUnknown = UINT64_MAX;
+    uint64_t bytes = kUnknown;  // kUnknown: no source set a limit
+    std::string source;         // e.g. "/proc/meminfo MemAvailable", "cudaMemGetInfo free"
+    bool known() const { return bytes != kUnknown; }
+};
+
 struct DispatchCmd;
 struct DispatchTable;
 
@@ -43,6 +51,12 @@ public:
     virtual std::string name() const = 0;          // "AMD EPYC (2 threads)", "NVIDIA H100 80GB HBM3"
     virtual const char *backend_name() const = 0;  // "cpu", "cuda"
     virtual size_t total_memory() const = 0;
+    // What this device can still allocate now: the budget of the memory plan that every load
+    // checks before allocating (inference/memory_plan.h, docs/adr/0021-memory-plan.md).
+    virtual MemoryAvailable available_memory() const = 0;
+    // Whether allocate()'s buffers are the host's own memory (the CPU; Apple's unified memory), so
+    // that host-side caches (the prompt cache) draw on the same memory as the device's buffers.
+    virtual bool buffers_in_host_memory() const = 0;
     // Every tuning number, derived from what this device is (see chip_config.h).
     virtual ChipConfig chip_config() const = 0;
     // Kernel names and geometry for weights of this dtype, or nullptr if this device cannot run them.
@@ -53,7 +67,7 @@ public:
     virtual Pipeline get_pipeline(const std::string &kernel_name) = 0;
 
     // --- memory -----------------------------------------------------------------------
-    virtual Buffer allocate(size_t bytes) = 0;  // zero-filled
+    virtual Buffer allocate(size_t bytes) = 0;  // zero-filled; OutOfMemoryError when it cannot
     // Weights: make `bytes` of host memory (usually an mmap that outlives the model) visible to
     // kernels. Unified-memory devices alias it; discrete GPUs copy it up once.
     virtual Buffer upload_weights(const void *host, size_t bytes) = 0;

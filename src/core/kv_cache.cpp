@@ -1,6 +1,7 @@
 #include "core/kv_cache.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "core/errors.h"
 #include "core/kv_cache_q8.h"
@@ -31,6 +32,27 @@ std::string kv_kernel_name(const std::string &f16_kernel, KVCacheDType dtype) {
     return f16_kernel + "_q8";
 }
 
+size_t kv_buffer_bytes(KVCacheDType dtype, int n_kv_heads, int rows, int head_dim) {
+    if (n_kv_heads < 0 || rows < 0 || head_dim < 0) return SIZE_MAX;
+    // One row of one head: F16 elements, or Q8_0's int8 values and fp16 scales (kv_cache_q8.h).
+    const size_t row_bytes = dtype == KVCacheDType::Q8_0 ? kv_q8_buffer_bytes(1, 1, (uint32_t)head_dim)
+                                                         : (size_t)head_dim * 2;
+    size_t bytes;
+    if (__builtin_mul_overflow((size_t)n_kv_heads, (size_t)rows, &bytes) ||
+        __builtin_mul_overflow(bytes, row_bytes, &bytes))
+        return SIZE_MAX;
+    return bytes;
+}
+
+size_t kv_cache_bytes(KVCacheDType dtype, int n_kv_heads, int head_dim, const std::vector<int> &layer_length) {
+    size_t total = 0;
+    for (int rows : layer_length) {
+        const size_t one = kv_buffer_bytes(dtype, n_kv_heads, rows, head_dim);
+        if (one > SIZE_MAX / 2 || __builtin_add_overflow(total, 2 * one, &total)) return SIZE_MAX;  // K and V
+    }
+    return total;
+}
+
 KVCache KVCache::create(Device &device, int n_layers, int n_kv_heads, int head_dim, int max_length,
                         KVCacheDType dtype, const std::vector<int> &layer_length) {
     if (!kv_cache_supports_head_dim(dtype, head_dim))
@@ -47,13 +69,15 @@ KVCache KVCache::create(Device &device, int n_layers, int n_kv_heads, int head_d
     kv.head_dim = head_dim;
     kv.max_length = max_length;
     kv.layer_length = layer_length.empty() ? std::vector<int>((size_t)n_layers, max_length) : layer_length;
-    for (int l = 0; l < n_layers; ++l) {
-        const uint32_t rows = (uint32_t)kv.layer_length[(size_t)l];
-        const size_t bytes = dtype == KVCacheDType::Q8_0
-                                 ? kv_q8_buffer_bytes((uint32_t)n_kv_heads, rows, (uint32_t)head_dim)
-                                 : (size_t)n_kv_heads * rows * (size_t)head_dim * 2;
-        kv.k_buffers.push_back(device.allocate(bytes));
-        kv.v_buffers.push_back(device.allocate(bytes));
+    try {
+        for (int l = 0; l < n_layers; ++l) {
+            const size_t bytes = kv_buffer_bytes(dtype, n_kv_heads, kv.layer_length[(size_t)l], head_dim);
+            kv.k_buffers.push_back(device.allocate(bytes));
+            kv.v_buffers.push_back(device.allocate(bytes));
+        }
+    } catch (...) {
+        kv.release(device);  // the buffers made before the one that failed
+        throw;
     }
     return kv;
 }

@@ -28,6 +28,13 @@ bool kv_cache_supports_head_dim(KVCacheDType dtype, int head_dim);
 // "attention_rope_neox_f16kv" -> "attention_rope_neox_q8kv". F16 keeps the name.
 std::string kv_kernel_name(const std::string &f16_kernel, KVCacheDType dtype);
 
+// Bytes of one layer's K (or V) buffer holding `rows` rows per head: what KVCache::create
+// allocates and what the memory plan counts (inference/memory_plan.h). SIZE_MAX when the product
+// does not fit in size_t (a plan that size never fits).
+size_t kv_buffer_bytes(KVCacheDType dtype, int n_kv_heads, int rows, int head_dim);
+// A whole cache: a K and a V buffer per layer, layer_length[l] rows per head (SIZE_MAX on overflow).
+size_t kv_cache_bytes(KVCacheDType dtype, int n_kv_heads, int head_dim, const std::vector<int> &layer_length);
+
 struct KVCache {
     KVCacheDType dtype = KVCacheDType::F16;
     int n_layers = 0;

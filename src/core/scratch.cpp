@@ -4,30 +4,60 @@
 
 namespace akunu {
 
-ScratchBuffers ScratchBuffers::create(Device &device, const ModelConfig &cfg, int max_rows, int max_logits_rows,
-                                      int token_slots, size_t act_q_row_bytes, int recent_tokens) {
+namespace {
+
+// Every buffer and its size, listed once: create() allocates them, bytes() adds them up.
+template <class Visit> void for_each_buffer(const ModelConfig &cfg, const ScratchShape &shape, Visit &&visit) {
+    const size_t rows = (size_t)shape.max_rows, f = sizeof(float);
+    visit(&ScratchBuffers::token_ids, (size_t)(shape.token_slots + 1) * 4);
+    visit(&ScratchBuffers::residual, rows * cfg.dim * f);
+    visit(&ScratchBuffers::normed, rows * cfg.dim * f);
+    visit(&ScratchBuffers::act_q, rows * (shape.act_q_row_bytes ? shape.act_q_row_bytes : 4));
+    visit(&ScratchBuffers::qkv, rows * (cfg.q_dim() + 2 * cfg.kv_dim()) * f);
+    visit(&ScratchBuffers::attn_out, rows * cfg.q_dim() * f);
+    visit(&ScratchBuffers::gate_up, rows * 2 * cfg.ffn_dim * f);
+    visit(&ScratchBuffers::ffn_act, rows * cfg.ffn_dim * f);
+    visit(&ScratchBuffers::logits, (size_t)shape.max_logits_rows * cfg.vocab_size * f);
+    visit(&ScratchBuffers::sampling, sampling_buffer_bytes((size_t)shape.recent_tokens));
+    visit(&ScratchBuffers::token_mask, token_mask_words(cfg) * 4);
+}
+
+}  // namespace
+
+ScratchBuffers ScratchBuffers::create(Device &device, const ModelConfig &cfg, const ScratchShape &shape) {
     ScratchBuffers s;
-    s.max_rows = max_rows;
-    s.max_logits_rows = max_logits_rows;
-    s.act_q_row_bytes = act_q_row_bytes;
-    const size_t rows = (size_t)max_rows, f = sizeof(float);
-    s.token_ids = device.allocate((size_t)(token_slots + 1) * 4);
-    s.residual = device.allocate(rows * cfg.dim * f);
-    s.normed = device.allocate(rows * cfg.dim * f);
-    s.act_q = device.allocate(rows * (act_q_row_bytes ? act_q_row_bytes : 4));
-    s.qkv = device.allocate(rows * (cfg.q_dim() + 2 * cfg.kv_dim()) * f);
-    s.attn_out = device.allocate(rows * cfg.q_dim() * f);
-    s.gate_up = device.allocate(rows * 2 * cfg.ffn_dim * f);
-    s.ffn_act = device.allocate(rows * cfg.ffn_dim * f);
-    s.logits = device.allocate((size_t)max_logits_rows * cfg.vocab_size * f);
-    s.sampling = device.allocate(sampling_buffer_bytes((size_t)recent_tokens));
-    s.token_mask = device.allocate(token_mask_words(cfg) * 4);
+    s.max_rows = shape.max_rows;
+    s.max_logits_rows = shape.max_logits_rows;
+    s.act_q_row_bytes = shape.act_q_row_bytes;
+    try {
+        for_each_buffer(cfg, shape, [&](Buffer ScratchBuffers::*buffer, size_t bytes) { s.*buffer = device.allocate(bytes); });
+    } catch (...) {
+        s.release(device);  // the buffers made before the one that failed
+        throw;
+    }
     return s;
 }
 
+size_t ScratchBuffers::bytes(const ModelConfig &cfg, const ScratchShape &shape) {
+    size_t total = 0;
+    for_each_buffer(cfg, shape, [&](Buffer ScratchBuffers::*, size_t bytes) { total += bytes; });
+    return total;
+}
+
+// Every buffer, for release() and allocated_bytes().
+constexpr Buffer ScratchBuffers::*kEveryBuffer[] = {
+    &ScratchBuffers::token_ids, &ScratchBuffers::residual, &ScratchBuffers::normed,  &ScratchBuffers::act_q,
+    &ScratchBuffers::qkv,       &ScratchBuffers::attn_out, &ScratchBuffers::gate_up, &ScratchBuffers::ffn_act,
+    &ScratchBuffers::logits,    &ScratchBuffers::sampling, &ScratchBuffers::token_mask};
+
 void ScratchBuffers::release(Device &device) {
-    for (Buffer *b : {&token_ids, &residual, &normed, &act_q, &qkv, &attn_out, &gate_up, &ffn_act, &logits, &sampling, &token_mask})
-        device.free_buffer(*b);
+    for (Buffer ScratchBuffers::*b : kEveryBuffer) device.free_buffer(this->*b);
+}
+
+size_t ScratchBuffers::allocated_bytes() const {
+    size_t total = 0;
+    for (Buffer ScratchBuffers::*b : kEveryBuffer) total += (this->*b).size;
+    return total;
 }
 
 }  // namespace akunu

@@ -12,6 +12,15 @@ namespace akunu {
 // Words of a grammar's token mask: one bit per output row of the model.
 inline size_t token_mask_words(const ModelConfig &cfg) { return ((size_t)cfg.vocab_size + 31) / 32; }
 
+// What the scratch buffers are sized for (the loader's memory plan works it out, inference/memory_plan.h).
+struct ScratchShape {
+    int max_rows = 0;            // rows of the largest forward pass (a prefill chunk)
+    int max_logits_rows = 0;     // rows of logits one pass produces
+    int token_slots = 0;         // tokens one replay feeds (token_ids holds one more)
+    size_t act_q_row_bytes = 0;  // the widest converted activation row (K = max(dim, q_dim, ffn_dim))
+    int recent_tokens = 0;       // latest tokens the sampling buffer holds (the context length)
+};
+
 struct ScratchBuffers {
     int max_rows = 0;         // rows every buffer below can hold
     int max_logits_rows = 0;  // rows `logits` can hold
@@ -29,11 +38,11 @@ struct ScratchBuffers {
     Buffer sampling;   // the sampling rule, its cut and the latest tokens (core/sampling_rule.h)
     Buffer token_mask; // u32 [(vocab + 31) / 32]: a grammar's allowed tokens, one bit each (constrained decoding)
 
-    // act_q_row_bytes: the widest converted activation row (K = max(dim, q_dim, ffn_dim));
-    // recent_tokens: how many latest tokens the sampling buffer holds (the context length).
-    static ScratchBuffers create(Device &device, const ModelConfig &cfg, int max_rows, int max_logits_rows,
-                                 int token_slots, size_t act_q_row_bytes, int recent_tokens);
+    static ScratchBuffers create(Device &device, const ModelConfig &cfg, const ScratchShape &shape);
+    // What create() allocates, in bytes (the memory plan counts it before anything is allocated).
+    static size_t bytes(const ModelConfig &cfg, const ScratchShape &shape);
     void release(Device &device);
+    size_t allocated_bytes() const;  // the buffers' sizes added up
 };
 
 }  // namespace akunu

@@ -20,6 +20,7 @@
 #include "core/model_weights.h"
 #include "core/scratch.h"
 #include "core/table_builder.h"
+#include "inference/memory_plan.h"
 #include "inference/prompt_cache.h"
 #include "inference/sampler.h"
 #include "tokenizer/tokenizer.h"
@@ -34,7 +35,7 @@ double ms_since(SessionClock::time_point t0);
 
 struct LoadOptions {
     std::string backend = "auto";
-    int context_length = 0;  // 0: the model's own, capped at kDefaultContextCap
+    int context_length = 0;  // 0: the model's own, capped at kDefaultContextCap (memory_plan.h)
     int threads = 0;         // 0: one per hardware thread
     KVCacheDType kv_cache_dtype = KVCacheDType::F16;
     // Host memory for the KV caches of recent conversations (the prompt cache); 0: none, < 0: a
@@ -43,7 +44,8 @@ struct LoadOptions {
     // Makes the device instead of create_device(backend, threads) when set: for tests that run a
     // model on a device no build exposes by name (tests/metal_shim/: the Metal kernels on CPU threads).
     std::function<std::unique_ptr<Device>()> make_device;
-    static constexpr int kDefaultContextCap = 4096;
+
+    MemoryRequest memory_request() const { return MemoryRequest{context_length, kv_cache_dtype, prompt_cache_bytes}; }
 };
 
 struct GenerationStats {
@@ -62,9 +64,15 @@ struct GenerationStats {
 
 class Model {
 public:
+    // Loads a model: its memory plan first (inference/memory_plan.h), then, if it fits, the weights,
+    // KV cache and scratch it planned. OutOfMemoryError when it does not fit, before any of them is
+    // allocated.
     static std::unique_ptr<Model> load(const std::string &path, const LoadOptions &options);  // GGUF
     // A Hugging Face SafeTensors / MLX checkpoint read by the Python layer; no tokenizer.
     static std::unique_ptr<Model> load(const HFCheckpoint &checkpoint, const LoadOptions &options);
+    // The memory plan load() would make for these options, allocating nothing: fits() or not.
+    static MemoryPlan plan(const std::string &path, const LoadOptions &options);
+    static MemoryPlan plan(const HFCheckpoint &checkpoint, const LoadOptions &options);
     ~Model();
 
     const ModelConfig &config() const { return config_; }
@@ -87,6 +95,11 @@ public:
     }
     const PromptCache &prompt_cache() const { return prompt_cache_; }
     size_t kv_cache_bytes() const { return kv_.bytes(); }
+    // What the loader allocated for the weights (owned buffers and the file's bytes the device reads
+    // in place) and for the scratch buffers: the memory plan's numbers, as allocated.
+    size_t weight_bytes() const;
+    size_t scratch_bytes() const { return scratch_.allocated_bytes(); }
+    const MemoryPlan &memory_plan() const { return plan_; }
     KVCacheDType kv_cache_dtype() const { return kv_.dtype; }
     std::string chat_template() const;
 
@@ -151,7 +164,13 @@ public:
 
 private:
     Model() = default;
-    void finish_load(const LoadOptions &options);  // everything after the weights are open
+    // The device and the weights (a GGUF file, or a checkpoint's), then read_model.
+    static std::unique_ptr<Model> open(const std::string &path, const LoadOptions &options);
+    static std::unique_ptr<Model> open(const HFCheckpoint &checkpoint, const LoadOptions &options);
+    // Config, architecture and chip config from the open weights, and the checks that need no
+    // allocation (head_dim, kv_cache_dtype).
+    void read_model(const LoadOptions &options);
+    void finish_load(const LoadOptions &options);  // everything after read_model
     void upload_weights();
     bool is_eog(int32_t id) const;  // the tokenizer's, or the checkpoint's end-of-generation ids
     ModelContext context() const;
@@ -194,6 +213,7 @@ private:
     ArchDescriptor arch_;
     ChipConfig chip_;
     ModelWeights weights_;
+    MemoryPlan plan_;
     KVCache kv_;
     // Cached positions [0, prompt_end_) hold the last prompt run (a session's or prefill()'s), written
     // by prefill passes (or kept from earlier ones); the rest were generated after it. A prompt that departs from the cache before prompt_end_ starts

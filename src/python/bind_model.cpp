@@ -82,6 +82,23 @@ nb::list table_list(const akunu::DispatchTable &t) {
     return out;
 }
 
+// A memory plan (inference/memory_plan.h) as akunu.Model.memory_plan shows it.
+nb::dict plan_dict(const akunu::MemoryPlan &plan, const char *backend) {
+    nb::dict d;
+    d["backend"] = std::string(backend);
+    d["context_length"] = plan.context_length;
+    d["weights_bytes"] = plan.weights;
+    d["kv_cache_bytes"] = plan.kv_cache;
+    d["scratch_bytes"] = plan.scratch;
+    d["total_bytes"] = plan.total();
+    d["available_bytes"] = plan.available.known() ? nb::object(nb::int_(plan.available.bytes)) : nb::none();
+    d["available_source"] = plan.available.known() ? plan.available.source : std::string("unknown: no limit");
+    d["fits"] = plan.fits();
+    d["largest_context"] = plan.largest_context < 0 ? nb::none() : nb::object(nb::int_(plan.largest_context));
+    d["prompt_cache_bytes"] = plan.prompt_cache_budget;
+    return d;
+}
+
 akunu::LoadOptions load_options(const std::string &backend, int context_length, int threads,
                                 const std::string &kv_cache_dtype, int64_t prompt_cache_bytes) {
     akunu::LoadOptions opt;
@@ -92,6 +109,22 @@ akunu::LoadOptions load_options(const std::string &backend, int context_length, 
     if (!akunu::kv_cache_dtype_from_name(kv_cache_dtype, &opt.kv_cache_dtype))
         throw std::invalid_argument("kv_cache_dtype must be 'f16' or 'q8_0', got '" + kv_cache_dtype + "'");
     return opt;
+}
+
+// Model::plan for a GGUF path or an HFCheckpoint, with the GIL released, as a dict.
+template <class Source> nb::dict plan_without_loading(const Source &source, akunu::LoadOptions options) {
+    std::string backend;
+    akunu::MemoryPlan plan;
+    {
+        nb::gil_scoped_release release;
+        options.make_device = [&] {  // create_device's, remembering which backend "auto" chose
+            auto device = akunu::create_device(options.backend, options.threads);
+            backend = device->backend_name();
+            return device;
+        };
+        plan = Model::plan(source, options);
+    }
+    return plan_dict(plan, backend.c_str());
 }
 
 std::vector<int32_t> to_ids(const std::vector<int64_t> &ids) {
@@ -111,6 +144,27 @@ void bind_model(nb::module_ &m) {
           "The backends compiled into this build of akunu: 'cpu', and 'cuda' when built with nvcc, 'metal' when "
           "built on macOS. "
           "Model(backend=...) takes one of them or \"auto\".");
+
+    m.def(
+        "plan_memory",
+        [](const std::string &path, const std::string &backend, int context_length, int threads,
+           const std::string &kv_cache_dtype, int64_t prompt_cache_bytes) {
+            return plan_without_loading(path, load_options(backend, context_length, threads, kv_cache_dtype,
+                                                           prompt_cache_bytes));
+        },
+        nb::arg("path"), nb::arg("backend") = "auto", nb::arg("context_length") = 0, nb::arg("threads") = 0,
+        nb::arg("kv_cache_dtype") = "f16", nb::arg("prompt_cache_bytes") = -1,
+        "The memory plan Model(path, ...) would make (a dict, as Model.memory_plan), allocating nothing.");
+    m.def(
+        "plan_memory",
+        [](const akunu::HFCheckpoint &checkpoint, const std::string &backend, int context_length, int threads,
+           const std::string &kv_cache_dtype, int64_t prompt_cache_bytes) {
+            return plan_without_loading(checkpoint, load_options(backend, context_length, threads, kv_cache_dtype,
+                                                                 prompt_cache_bytes));
+        },
+        nb::arg("checkpoint"), nb::arg("backend") = "auto", nb::arg("context_length") = 0, nb::arg("threads") = 0,
+        nb::arg("kv_cache_dtype") = "f16", nb::arg("prompt_cache_bytes") = -1,
+        "The memory plan of a Hugging Face checkpoint (an HFCheckpoint), allocating nothing.");
 
     using akunu::SamplingConfig;
     nb::class_<SamplingConfig>(m, "SamplingConfig",
@@ -233,6 +287,23 @@ void bind_model(nb::module_ &m) {
                      "The decode dispatch table: one dict (label, kernel, patch, units) per command.")
         .def_prop_ro("table_builds", [](PyModel &s) { return s.get()->table_builds(); })
         .def_prop_ro("kv_cache_bytes", [](PyModel &s) { return s.get()->kv_cache_bytes(); })
+        .def_prop_ro("weight_bytes", [](PyModel &s) { return s.get()->weight_bytes(); },
+                     "Bytes of the weights as the device holds them (owned buffers and the file's bytes it reads in "
+                     "place).")
+        .def_prop_ro("scratch_bytes", [](PyModel &s) { return s.get()->scratch_bytes(); },
+                     "Bytes of the scratch buffers (activations, logits, the sampling state).")
+        .def_prop_ro(
+            "memory_plan",
+            [](PyModel &s) {
+                auto m = s.get();
+                nb::dict d = plan_dict(m->memory_plan(), m->device().backend_name());
+                d["prompt_cache_bytes"] = m->prompt_cache().budget_bytes();
+                return d;
+            },
+            "The memory plan checked before anything was allocated (docs/adr/0021-memory-plan.md): context_length, "
+            "weights_bytes, kv_cache_bytes, scratch_bytes, total_bytes, available_bytes (None: not known), "
+            "available_source, fits, largest_context (None: not known), prompt_cache_bytes (host memory, not in "
+            "the total) and backend.")
         .def_prop_ro("kv_cache_dtype",
                      [](PyModel &s) { return std::string(akunu::kv_cache_dtype_name(s.get()->kv_cache_dtype())); },
                      "Element type of the KV cache: \"f16\" or \"q8_0\" (8-bit blocks of 32, half the memory).")

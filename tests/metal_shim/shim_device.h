@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/device.h"
+#include "core/host_memory.h"
 
 namespace metal_check {
 
@@ -23,6 +24,9 @@ public:
     std::string name() const override { return "Metal kernels on CPU threads (shim)"; }
     const char *backend_name() const override { return "metal"; }
     size_t total_memory() const override { return size_t(1) << 34; }
+    // Host memory, as the CPU backend's (unified memory, as on a Mac).
+    akunu::MemoryAvailable available_memory() const override { return akunu::host_available_memory(); }
+    bool buffers_in_host_memory() const override { return true; }
     akunu::ChipConfig chip_config() const override;
     const akunu::DTypeDescriptor *dtype_lookup(akunu::DType t) const override;
 

@@ -15,6 +15,7 @@
 #include "backend/cpu/simd_config.h"
 #include "core/dispatch_table.h"
 #include "core/errors.h"
+#include "core/host_memory.h"
 #include "core/quant_blocks.h"
 
 namespace akunu::cpu {
@@ -142,6 +143,8 @@ std::string CpuDevice::name() const { return cpu_model_name() + " (" + std::to_s
 
 size_t CpuDevice::total_memory() const { return (size_t)sysconf(_SC_PHYS_PAGES) * (size_t)sysconf(_SC_PAGE_SIZE); }
 
+MemoryAvailable CpuDevice::available_memory() const { return host_available_memory(); }
+
 ChipConfig CpuDevice::chip_config() const { return ChipConfig::for_cpu(pool_.size(), last_level_cache_bytes()); }
 
 const DTypeDescriptor *CpuDevice::dtype_lookup(DType t) const {
@@ -160,9 +163,9 @@ Pipeline CpuDevice::get_pipeline(const std::string &kernel_name) {
 
 Buffer CpuDevice::allocate(size_t bytes) {
     // 64-byte alignment: cache lines and any SIMD width. Owned buffers have handle == contents.
-    size_t rounded = (bytes + 63) / 64 * 64;
-    void *p = std::aligned_alloc(64, rounded ? rounded : 64);
-    if (!p) throw AkunuError("out of memory allocating " + std::to_string(bytes) + " bytes");
+    const size_t rounded = (bytes + 63) / 64 * 64;  // 0 only for 0 bytes, or past SIZE_MAX - 63 (refused below)
+    void *p = bytes <= SIZE_MAX - 63 ? std::aligned_alloc(64, rounded ? rounded : 64) : nullptr;
+    if (!p) throw OutOfMemoryError("out of memory allocating " + std::to_string(bytes) + " bytes", bytes);
     std::memset(p, 0, rounded ? rounded : 64);
     Buffer b;
     b.handle = p;
@@ -190,8 +193,8 @@ Buffer CpuDevice::upload_matrix(const void *host, size_t bytes, const DTypeDescr
     constexpr size_t kHuge = 2u << 20;
     const size_t align = packed >= kHuge ? kHuge : 64;
     const size_t rounded = (packed + align - 1) / align * align;
-    void *p = std::aligned_alloc(align, rounded ? rounded : align);
-    if (!p) throw AkunuError("out of memory allocating " + std::to_string(packed) + " bytes");
+    void *p = packed <= SIZE_MAX - align ? std::aligned_alloc(align, rounded ? rounded : align) : nullptr;
+    if (!p) throw OutOfMemoryError("out of memory allocating " + std::to_string(packed) + " bytes", packed);
 #ifdef MADV_HUGEPAGE
     if (align == kHuge) madvise(p, rounded, MADV_HUGEPAGE);  // advisory; failure is harmless
 #endif

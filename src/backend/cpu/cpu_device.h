@@ -16,6 +16,8 @@ public:
     std::string name() const override;
     const char *backend_name() const override { return "cpu"; }
     size_t total_memory() const override;
+    MemoryAvailable available_memory() const override;  // the host's (core/host_memory.h)
+    bool buffers_in_host_memory() const override { return true; }
     ChipConfig chip_config() const override;
     const DTypeDescriptor *dtype_lookup(DType t) const override;
 

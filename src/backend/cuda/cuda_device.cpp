@@ -195,13 +195,30 @@ Pipeline CudaDevice::get_pipeline(const std::string &kernel_name) {
     return p;
 }
 
+// Free device memory as the driver counts it: this process's context, its allocations and every
+// other process's are already taken out.
+MemoryAvailable CudaDevice::available_memory() const {
+    MemoryAvailable a;
+    size_t free_bytes = 0, total_bytes = 0;
+    if (cudaSetDevice(device_) == cudaSuccess && cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) {
+        a.bytes = free_bytes;
+        a.source = "cudaMemGetInfo free on " + name_;
+    } else {
+        cudaGetLastError();  // unknown: no limit from the driver; an allocation failure still says so
+    }
+    return a;
+}
+
 Buffer CudaDevice::allocate(size_t bytes) {
     void *p = nullptr;
     const size_t n = bytes ? bytes : 4;
     cudaError_t e = cudaMalloc(&p, n);
     if (e != cudaSuccess) {
         cudaGetLastError();
-        throw AkunuError("CUDA out of memory allocating " + std::to_string(bytes) + " bytes");
+        const MemoryAvailable free_now = available_memory();
+        throw OutOfMemoryError("CUDA out of memory allocating " + std::to_string(bytes) + " bytes" +
+                                   (free_now.known() ? " (" + std::to_string(free_now.bytes) + " free)" : std::string()),
+                               bytes, free_now.bytes);
     }
     check(cudaMemsetAsync(p, 0, n, stream_), "memset");
     Buffer b;

@@ -33,6 +33,8 @@ public:
     std::string name() const override { return name_; }
     const char *backend_name() const override { return "cuda"; }
     size_t total_memory() const override { return total_memory_; }
+    MemoryAvailable available_memory() const override;  // cudaMemGetInfo's free bytes
+    bool buffers_in_host_memory() const override { return false; }
     ChipConfig chip_config() const override;
     const DTypeDescriptor *dtype_lookup(DType t) const override;
 

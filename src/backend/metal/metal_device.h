@@ -28,6 +28,10 @@ public:
     std::string name() const override;
     const char *backend_name() const override { return "metal"; }
     size_t total_memory() const override;
+    // recommendedMaxWorkingSetSize - currentAllocatedSize: what the GPU may still use without the
+    // system paging its memory (unified memory, so the host's buffers are the same memory).
+    MemoryAvailable available_memory() const override;
+    bool buffers_in_host_memory() const override { return true; }
     ChipConfig chip_config() const override;
     const DTypeDescriptor *dtype_lookup(DType t) const override;
 

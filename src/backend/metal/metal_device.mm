@@ -192,6 +192,15 @@ std::string MetalDevice::name() const { return impl_->name; }
 
 size_t MetalDevice::total_memory() const { return (size_t)impl_->device.recommendedMaxWorkingSetSize; }
 
+MemoryAvailable MetalDevice::available_memory() const {
+    const uint64_t budget = impl_->device.recommendedMaxWorkingSetSize;
+    const uint64_t used = (uint64_t)impl_->device.currentAllocatedSize;
+    MemoryAvailable a;
+    a.bytes = budget > used ? budget - used : 0;
+    a.source = "MTLDevice recommendedMaxWorkingSetSize - currentAllocatedSize of " + impl_->name;
+    return a;
+}
+
 ChipConfig MetalDevice::chip_config() const { return ChipConfig::for_apple_gpu(impl_->gpu_cores, impl_->slc_bytes); }
 
 const DTypeDescriptor *MetalDevice::dtype_lookup(DType t) const { return metal_dtype_lookup(t); }
@@ -283,9 +292,11 @@ Buffer MetalDevice::allocate(size_t bytes) {
     id<MTLBuffer> buffer = [impl_->device newBufferWithLength:length options:MTLResourceStorageModeShared];
     if (!buffer) {
         const NSUInteger largest = impl_->device.maxBufferLength;
-        throw AkunuError("Metal: could not allocate " + std::to_string(bytes) + " bytes" +
-                         (length > largest ? " (the GPU's largest buffer is " + std::to_string((size_t)largest) + ")"
-                                           : std::string()));
+        throw OutOfMemoryError("Metal: could not allocate " + std::to_string(bytes) + " bytes" +
+                                   (length > largest ? " (the GPU's largest buffer is " +
+                                                           std::to_string((size_t)largest) + ")"
+                                                     : std::string()),
+                               bytes);
     }
     return impl_->wrap(buffer, bytes);
 }
@@ -302,7 +313,7 @@ Buffer MetalDevice::upload_weights(const void *host, size_t bytes) {
                                                  options:MTLResourceStorageModeShared
                                              deallocator:nil];  // the mapping belongs to the model
     if (!buffer) buffer = [impl_->device newBufferWithBytes:host length:bytes options:MTLResourceStorageModeShared];
-    if (!buffer) throw AkunuError("Metal: could not allocate " + std::to_string(bytes) + " bytes of weights");
+    if (!buffer) throw OutOfMemoryError("Metal: could not allocate " + std::to_string(bytes) + " bytes of weights", bytes);
     return impl_->wrap(buffer, bytes);
 }
 

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "core/errors.h"
+#include "core/quoted_text.h"
 #include "core/table_builder.h"
 #include "inference/model.h"
 #include "weights/gguf_file.h"
@@ -143,7 +144,7 @@ WeightMatrix upload_matrix(Device &device, const TensorView &t, const std::strin
     WeightMatrix w;
     w.desc = device.dtype_lookup(t.dtype);
     if (!w.desc)
-        throw UnsupportedError(path + ": tensor '" + t.file_name + "' has dtype " + dtype_name(t.dtype) +
+        throw UnsupportedError(path + ": tensor " + quoted(t.file_name) + " has dtype " + dtype_name(t.dtype) +
                                ", which the " + device.backend_name() + " backend does not support yet");
     w.cols = (uint32_t)t.dims[0];
     w.rows = (uint32_t)t.dims[1];

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/quoted_text.h"
 #include "weights/mapped_file.h"
 
 namespace akunu {
@@ -84,26 +85,6 @@ T load_le(const uint8_t *p) {
     T out;
     std::memcpy(&out, &bits, sizeof(T));
     return out;
-}
-
-// Names in error messages come from the file: quote them, escape anything that is not printable
-// ASCII (the message must be valid UTF-8 for Python) and cap the length.
-std::string quoted(const std::string &name) {
-    constexpr size_t kMaxShown = 80;
-    static const char hex[] = "0123456789abcdef";
-    std::string out = "'";
-    for (size_t i = 0; i < name.size() && i < kMaxShown; ++i) {
-        auto c = static_cast<unsigned char>(name[i]);
-        if (c >= 0x20 && c < 0x7f && c != '\\') {
-            out += static_cast<char>(c);
-        } else {
-            out += "\\x";
-            out += hex[c >> 4];
-            out += hex[c & 15];
-        }
-    }
-    if (name.size() > kMaxShown) out += "...";
-    return out + "'";
 }
 
 bool is_power_of_two(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }

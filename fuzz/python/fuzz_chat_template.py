@@ -6,6 +6,7 @@ never another exception, a hang (fuzz/run.py's -timeout), a crash or unbounded m
 """
 import sys
 
+from akunu import template_sandbox
 from akunu.chat_template import check_template, render_chat
 
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hello"},
@@ -32,6 +33,9 @@ def main() -> None:
     import atheris  # only to fuzz: tests/test_fuzz_regressions.py imports fuzz_one_input without it
 
     atheris.instrument_all()  # coverage feedback from akunu's Python modules, already imported
+    # Three renders per input must stay under libFuzzer's -timeout=10: a template still running
+    # after 1 s is stopped (the ValueError of the deadline), which is handled, not a hang.
+    template_sandbox.RENDER_SECONDS = 1.0
     atheris.Setup(sys.argv, fuzz_one_input)
     atheris.Fuzz()
 

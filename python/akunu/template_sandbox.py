@@ -43,8 +43,9 @@ RENDER_SECONDS = 5.0
 _PADDING_METHODS = ("center", "ljust", "rjust", "zfill")
 
 
-class TemplateTimeout(Exception):
-    """Raised inside a render that ran past its deadline (see render_deadline)."""
+class TemplateTimeout(BaseException):
+    """Raised inside a render that ran past its deadline (see render). A BaseException, like
+    KeyboardInterrupt: an ``except Exception`` in Jinja or a filter must not swallow it."""
 
 
 class _Budget:

@@ -8,6 +8,12 @@ import os
 import sys
 import tempfile
 
+if __name__ == "__main__":  # fuzzing: akunu's modules are first imported under atheris's coverage
+    import atheris
+
+    with atheris.instrument_imports(include=["akunu"]):
+        import akunu.hf_checkpoint  # noqa: F401
+
 from akunu import ModelFormatError, UnsupportedError
 from akunu.hf_checkpoint import quantization_config, read_config
 from akunu.safetensors_index import read_json
@@ -33,7 +39,6 @@ def fuzz_one_input(data: bytes) -> None:
 def main() -> None:
     import atheris  # only to fuzz: tests/test_fuzz_regressions.py imports fuzz_one_input without it
 
-    atheris.instrument_all()  # coverage feedback from akunu's Python modules, already imported
     atheris.Setup(sys.argv, fuzz_one_input)
     atheris.Fuzz()
 

@@ -9,6 +9,12 @@ import struct
 import sys
 import tempfile
 
+if __name__ == "__main__":  # fuzzing: akunu's modules are first imported under atheris's coverage
+    import atheris
+
+    with atheris.instrument_imports(include=["akunu"]):
+        import akunu.safetensors_index  # noqa: F401
+
 from akunu import ModelFormatError
 from akunu.safetensors_index import list_tensors
 
@@ -41,7 +47,6 @@ def fuzz_one_input(data: bytes) -> None:
 def main() -> None:
     import atheris  # only to fuzz: tests/test_fuzz_regressions.py imports fuzz_one_input without it
 
-    atheris.instrument_all()  # coverage feedback from akunu's Python modules, already imported
     atheris.Setup(sys.argv, fuzz_one_input)
     atheris.Fuzz()
 

@@ -36,12 +36,12 @@ def _environment():
     return env
 
 
-# What a template's own code may raise besides TemplateError: its arithmetic and calls (TypeError,
-# ZeroDivisionError, OverflowError, ...), recursion of its macros or nesting of its source
-# (RecursionError), a value too large to build (MemoryError), the deadline (TemplateTimeout).
-# Each becomes a ValueError naming the problem.
-_TEMPLATE_FAILURES = (jinja2.exceptions.TemplateError, ArithmeticError, LookupError, TypeError, ValueError,
-                      AttributeError, RecursionError, MemoryError, UnicodeError, TemplateTimeout)
+# What compiling or rendering a template may raise: TemplateError (syntax, undefined names,
+# raise_exception, the sandbox's limits), anything its own code does (TypeError, ZeroDivisionError,
+# OverflowError, ...), RecursionError (its macros, or its source nested too deeply), the deadline
+# (TemplateTimeout, a BaseException). The arguments are checked before, so each is the template's
+# fault and becomes a ValueError naming it.
+_TEMPLATE_FAILURES = (Exception, TemplateTimeout)
 
 
 def _failure(e: BaseException) -> str:

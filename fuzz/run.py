@@ -95,12 +95,21 @@ def run(target: str, seconds: int, work: Path, build_dir: Path | None = None, ex
     command, env = _command(target, build_dir)
     command += [str(corpus), f"-max_len={MAX_LEN[target]}", f"-max_total_time={seconds}",
                 f"-artifact_prefix={artifacts}/", *COMMON_FLAGS, *extra]
+    log_path = folder / "last_run.log"  # written as the run goes: readable while it runs
     started = datetime.datetime.now()
-    done = subprocess.run(command, capture_output=True, text=True, errors="replace", env=env,
-                          timeout=seconds + 300)
+    with open(log_path, "w") as log_file:
+        process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, env=env)
+        try:
+            # max_total_time counts from the first input; startup (instrumentation, the corpus's
+            # first pass) comes on top, slow on a loaded machine.
+            returncode = process.wait(timeout=2 * seconds + 900)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            returncode = process.wait()
+            log_file.write(f"\nfuzz/run.py: killed after {2 * seconds + 900} s\n")
     elapsed = (datetime.datetime.now() - started).total_seconds()
-    log = done.stdout + done.stderr
-    return RunResult(target, done.returncode, elapsed, _stat(log, "number_of_executed_units"),
+    log = log_path.read_text(errors="replace")
+    return RunResult(target, returncode, elapsed, _stat(log, "number_of_executed_units"),
                      _last(log, "cov"), _last(log, "ft"), len(list(corpus.iterdir())),
                      sorted(str(p) for p in set(artifacts.iterdir()) - before), log)
 
@@ -133,7 +142,6 @@ def main() -> None:
                             text=True).stdout.strip()
     for target in args.targets:
         result = run(target, int(args.minutes * 60), args.work, build_dir)
-        (args.work / target / "last_run.log").write_text(result.log)
         print(runs_row(result, commit), flush=True)
         if result.crashed:
             print(f"{target}: exit {result.returncode}, artifacts {result.artifacts}; "

@@ -77,7 +77,7 @@ class RunResult:
 def _command(target: str, build_dir: Path | None) -> tuple[list, dict]:
     if target in CPP_TARGETS:
         assert build_dir is not None, "the C++ targets need build()'s folder"
-        return [str(build_dir / target)], dict(os.environ)
+        return [str(build_dir / target), f"-dict={REPO / 'fuzz' / 'gguf.dict'}"], dict(os.environ)
     script = REPO / "fuzz" / "python" / f"{target}.py"
     env = dict(os.environ, PYTHONPATH=_pythonpath(os.environ.get("AKUNU_ATHERIS_PATH")))
     return [sys.executable, str(script)], env

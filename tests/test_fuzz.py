@@ -15,6 +15,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("fuzz_run", REPO / "fuzz" / "run.py")
 fuzz_run = importlib.util.module_from_spec(_spec)  # fuzz/run.py: the build and the runs, as a long run does them
+sys.modules["fuzz_run"] = fuzz_run  # its dataclass looks its module up there
 _spec.loader.exec_module(fuzz_run)
 
 SECONDS = 12  # each of 7 targets: with the instrumented build, about 3 minutes on 2 cores

@@ -238,3 +238,27 @@ def test_hostile_gguf(akunu_mod, name, path, expected):
     msg = str(info.value)
     assert expected in msg.lower(), (name, msg)
     assert str(path) in msg, f"message should name the file: {msg}"
+
+
+def test_metadata_arrays_past_the_decoding_limit(akunu_mod, tmp_path):
+    """Metadata arrays are decoded into 8-byte numbers (strings: 32 bytes): a file of 32M one-byte
+    elements would cost 8 times its size in memory. The reader refuses more than 2**25 elements in
+    all (src/weights/gguf_file.cpp, docs/adr/0022), and accepts exactly that many."""
+    import struct
+
+    from gguf_hostile import ARRAY, _string, build_gguf, kv_string
+
+    uint8 = 0
+    limit = 1 << 25
+
+    def file_with(n: int) -> Path:
+        kv = _string("fuzz.big_array") + struct.pack("<IIQ", ARRAY, uint8, n) + bytes(n)
+        path = tmp_path / f"array_{n}.gguf"
+        path.write_bytes(build_gguf([kv_string("general.architecture", "llama"), kv], [], b""))
+        return path
+
+    with pytest.raises(akunu_mod.ModelFormatError, match="more than the 33554432"):
+        akunu_mod.Model(str(file_with(limit + 1)))
+    with pytest.raises(akunu_mod.ModelFormatError) as info:  # read whole; fails later (no hyper-parameters)
+        akunu_mod.Model(str(file_with(limit)))
+    assert "more than the" not in str(info.value)

@@ -8,7 +8,9 @@ from functools import lru_cache
 
 import jinja2
 import jinja2.meta
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from .template_sandbox import TemplateSandbox, TemplateTimeout
+from .template_sandbox import render as render_bounded
 
 def _raise_exception(message):
     raise jinja2.exceptions.TemplateError(message)
@@ -25,17 +27,43 @@ def _tojson(value, ensure_ascii=False, indent=None, separators=None, sort_keys=F
 
 
 def _environment():
-    # Sandboxed like Hugging Face's apply_chat_template: templates come from downloaded files.
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
+    # Sandboxed like Hugging Face's apply_chat_template (templates come from downloaded files), with
+    # limits on time and memory (template_sandbox.py).
+    env = TemplateSandbox(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
     env.globals["raise_exception"] = _raise_exception
     env.globals["strftime_now"] = _strftime_now
-    env.filters["tojson"] = _tojson
+    env.add_filter("tojson", _tojson)
     return env
 
 
+# What compiling or rendering a template may raise: TemplateError (syntax, undefined names,
+# raise_exception, the sandbox's limits), anything its own code does (TypeError, ZeroDivisionError,
+# OverflowError, ...), RecursionError (its macros, or its source nested too deeply), the deadline
+# (TemplateTimeout, a BaseException). The arguments are checked before, so each is the template's
+# fault and becomes a ValueError naming it.
+_TEMPLATE_FAILURES = (Exception, TemplateTimeout)
+
+
+def _failure(e: BaseException) -> str:
+    if isinstance(e, (jinja2.exceptions.TemplateError, TemplateTimeout)) or type(e) is ValueError:
+        return str(e)
+    return f"{type(e).__name__}: {e}"
+
+
 @lru_cache(maxsize=16)
-def _compile(template: str):
+def _compile_cached(template: str):
     return _environment().from_string(template)
+
+
+def _compile(template: str):
+    """The compiled template; ValueError (from its TemplateSyntaxError or the compiler's error) if
+    it is not valid Jinja. Syntax errors keep their cause, for the line number."""
+    try:
+        return _compile_cached(template)
+    except jinja2.exceptions.TemplateSyntaxError:
+        raise
+    except _TEMPLATE_FAILURES as e:
+        raise ValueError(f"the chat template cannot be compiled: {_failure(e)}") from e
 
 
 @lru_cache(maxsize=16)
@@ -44,8 +72,8 @@ def template_variables(template: str) -> frozenset:
     a template that reads `tools` renders tool definitions itself."""
     try:
         return frozenset(jinja2.meta.find_undeclared_variables(_environment().parse(template)))
-    except jinja2.exceptions.TemplateError as e:
-        raise ValueError(f"the model's chat template failed: {e}") from e
+    except _TEMPLATE_FAILURES as e:
+        raise ValueError(f"the model's chat template failed: {_failure(e)}") from e
 
 
 def validate_messages(messages) -> list[dict]:
@@ -70,16 +98,12 @@ def render_chat(template: str, messages, bos_token: str, eos_token: str, add_gen
     to the template as its `tools` variable, for templates that describe tools themselves
     (akunu.tool_calls decides); without it the variable is left undefined, as templates expect."""
     extra = {} if tools is None else {"tools": tools}
+    variables = dict(messages=validate_messages(messages), add_generation_prompt=add_generation_prompt,
+                     bos_token=bos_token, eos_token=eos_token, **extra)
     try:
-        return _compile(template).render(
-            messages=validate_messages(messages),
-            add_generation_prompt=add_generation_prompt,
-            bos_token=bos_token,
-            eos_token=eos_token,
-            **extra,
-        )
-    except jinja2.exceptions.TemplateError as e:
-        raise ValueError(f"the model's chat template failed: {e}") from e
+        return render_bounded(_compile(template), variables)
+    except _TEMPLATE_FAILURES as e:
+        raise ValueError(f"the model's chat template failed: {_failure(e)}") from e
 
 
 def check_template(template, bos_token: str = "<s>", eos_token: str = "</s>") -> str:
@@ -88,14 +112,14 @@ def check_template(template, bos_token: str = "<s>", eos_token: str = "</s>") ->
     if not isinstance(template, str) or not template.strip():
         raise ValueError(f"chat_template must be a non-empty Jinja template string, got {template!r}")
     try:
-        _compile(template)
+        compiled = _compile(template)
     except jinja2.exceptions.TemplateSyntaxError as e:
         raise ValueError(f"chat_template is not a valid Jinja template: {e.message} (line {e.lineno})") from e
     messages = [{"role": "user", "content": "Hello"}]
     try:
-        text = _compile(template).render(messages=messages, add_generation_prompt=True,
-                                         bos_token=bos_token, eos_token=eos_token)
-    except Exception as e:  # any error of the template's code: undefined names, raise_exception, ...
+        text = render_bounded(compiled, dict(messages=messages, add_generation_prompt=True,
+                                             bos_token=bos_token, eos_token=eos_token))
+    except _TEMPLATE_FAILURES as e:  # any error of the template's code: undefined names, raise_exception, ...
         raise ValueError(f"chat_template fails to render a conversation [{{'role': 'user', 'content': 'Hello'}}]: "
                          f"{type(e).__name__}: {e}") from e
     if "Hello" not in text:

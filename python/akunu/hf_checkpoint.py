@@ -25,6 +25,11 @@ from .safetensors_index import FLOAT_DTYPES, StoredTensor, list_tensors, read_js
 
 MLX_BITS = (2, 3, 4, 5, 6, 8)
 MLX_GROUP_SIZES = (32, 64, 128)
+# Sizes config.json may claim before any tensor is seen: the engine's fields are 32-bit, and the
+# per-layer tables and RoPE tables built here are sized by them (fuzz/python/fuzz_hf_config.py).
+MAX_CONFIG_INT = 2**32 - 1
+MAX_LAYERS = 65536   # Llama 3.1 405B has 126
+MAX_HEAD_DIM = 1024  # the engine's limit (Model::finish_load)
 
 
 # --------------------------------------------------------------------------------------
@@ -37,13 +42,17 @@ def _positive_int(cfg: dict, key: str, default, where: str) -> int:
             raise ModelFormatError(f"{where}: config.json is missing '{key}'")
         return default
     v = cfg[key]
-    if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-        raise ModelFormatError(f"{where}: config.json '{key}' must be a positive integer, got {v!r}")
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 < v <= MAX_CONFIG_INT:
+        raise ModelFormatError(f"{where}: config.json '{key}' must be a positive 32-bit integer, got {v!r}")
     return v
 
 
 def _positive_float(value, key: str, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or not math.isfinite(value):
+    try:
+        ok = not isinstance(value, bool) and isinstance(value, (int, float)) and value > 0 and math.isfinite(value)
+    except OverflowError:  # an integer too large for a float
+        ok = False
+    if not ok:
         raise ModelFormatError(f"{where}: config.json '{key}' must be a positive number, got {value!r}")
     return float(value)
 
@@ -177,11 +186,15 @@ def read_config(cfg: dict, where: str) -> CheckpointConfig:
     c.name = str(cfg.get("_name_or_path") or os.path.basename(os.path.normpath(where)))
     for fld, (key, default) in arch.config_keys.items():
         setattr(c, fld, _positive_int(cfg, key, default, where))
+    if c.n_layers > MAX_LAYERS:
+        raise ModelFormatError(f"{where}: config.json 'num_hidden_layers' {c.n_layers} is over {MAX_LAYERS}")
     c.n_kv_heads = _positive_int(cfg, "num_key_value_heads", c.n_heads, where)
     if cfg.get("head_dim") is None and c.dim % c.n_heads != 0:
         raise ModelFormatError(f"{where}: hidden_size {c.dim} is not a multiple of num_attention_heads {c.n_heads} "
                                "and config.json gives no head_dim")
     c.head_dim = _positive_int(cfg, "head_dim", c.dim // c.n_heads, where)
+    if c.head_dim > MAX_HEAD_DIM:
+        raise UnsupportedError(f"{where}: head_dim {c.head_dim} is not supported (at most {MAX_HEAD_DIM})")
     if c.n_heads % c.n_kv_heads != 0:
         raise ModelFormatError(f"{where}: num_attention_heads {c.n_heads} is not a multiple of num_key_value_heads "
                                f"{c.n_kv_heads}")
@@ -189,6 +202,8 @@ def read_config(cfg: dict, where: str) -> CheckpointConfig:
     # transformers 5 keeps partial_rotary_factor in rope_parameters, older configs at the top
     rotary = rope.get("partial_rotary_factor", cfg.get("partial_rotary_factor", 1.0))
     rotary = _positive_float(rotary, "partial_rotary_factor", where)
+    if rotary > 1:
+        raise ModelFormatError(f"{where}: config.json 'partial_rotary_factor' must be at most 1, got {rotary!r}")
     c.rope_dim = int(c.head_dim * rotary)
     if c.head_dim % 2 or c.rope_dim % 2 or not 0 < c.rope_dim <= c.head_dim:
         raise ModelFormatError(f"{where}: head_dim {c.head_dim} / rotary dimension {c.rope_dim} must be even")

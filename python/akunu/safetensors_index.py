@@ -53,7 +53,7 @@ def read_safetensors_header(path: str) -> dict[str, StoredTensor]:
         raise ModelFormatError(f"{path}: cannot read ({e.strerror or e})") from e
     try:
         header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:  # RecursionError: nested too deeply
         raise ModelFormatError(f"{path}: the SafeTensors header is not valid JSON ({e})") from e
     if not isinstance(header, dict):
         raise ModelFormatError(f"{path}: the SafeTensors header is not a JSON object")
@@ -95,7 +95,7 @@ def read_json(path: str, what: str) -> dict:
             data = json.load(f)
     except OSError as e:
         raise ModelFormatError(f"{path}: cannot read {what} ({e.strerror or e})") from e
-    except ValueError as e:
+    except (ValueError, RecursionError) as e:  # RecursionError: nested too deeply for the parser
         raise ModelFormatError(f"{path}: {what} is not valid JSON ({e})") from e
     if not isinstance(data, dict):
         raise ModelFormatError(f"{path}: {what} is not a JSON object")
@@ -112,10 +112,11 @@ def list_tensors(path: str) -> dict[str, StoredTensor]:
         weight_map = index.get("weight_map")
         if not isinstance(weight_map, dict) or not weight_map:
             raise ModelFormatError(f"{index_path}: missing or empty 'weight_map'")
+        for name, shard in weight_map.items():  # before sorting them: names of one type, hashable
+            if not isinstance(shard, str) or os.path.basename(shard) != shard:
+                raise ModelFormatError(f"{index_path}: bad shard file name {shard!r} for '{name}'")
         shards = {}
         for shard in sorted(set(weight_map.values())):
-            if not isinstance(shard, str) or os.path.basename(shard) != shard:
-                raise ModelFormatError(f"{index_path}: bad shard file name {shard!r}")
             shard_path = os.path.join(path, shard)
             if not os.path.isfile(shard_path):
                 raise ModelFormatError(f"{path}: missing shard '{shard}' (listed in model.safetensors.index.json)")

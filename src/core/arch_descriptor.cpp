@@ -2,6 +2,7 @@
 
 #include "core/errors.h"
 #include "core/kernel_params.h"
+#include "core/quoted_text.h"
 
 namespace akunu {
 
@@ -114,7 +115,7 @@ ArchDescriptor arch_from_name(const std::string &architecture) {
         if (architecture == e.gguf_name) return e.factory();
     std::string supported;
     for (const std::string &s : supported_architectures()) supported += (supported.empty() ? "" : ", ") + s;
-    throw UnsupportedError("unsupported architecture '" + architecture + "' (supported: " + supported + ")");
+    throw UnsupportedError("unsupported architecture " + quoted(architecture) + " (supported: " + supported + ")");
 }
 
 std::vector<std::string> supported_architectures() {

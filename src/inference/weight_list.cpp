@@ -1,6 +1,7 @@
 #include "inference/weight_list.h"
 
 #include "core/errors.h"
+#include "core/quoted_text.h"
 
 namespace akunu {
 
@@ -68,7 +69,7 @@ void visit_weights(const WeightProvider &wp, const ArchDescriptor &arch, const M
 void describe_matrix(const Device &device, const TensorView &t, const std::string &path, WeightMatrix &slot) {
     slot.desc = device.dtype_lookup(t.dtype);
     if (!slot.desc)
-        throw UnsupportedError(path + ": tensor '" + t.file_name + "' has dtype " + dtype_name(t.dtype) +
+        throw UnsupportedError(path + ": tensor " + quoted(t.file_name) + " has dtype " + dtype_name(t.dtype) +
                                ", which the " + device.backend_name() + " backend does not support yet");
     slot.cols = (uint32_t)t.dims[0];
     slot.rows = (uint32_t)t.dims[1];

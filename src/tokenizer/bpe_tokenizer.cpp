@@ -6,6 +6,7 @@
 #include <queue>
 #include <unordered_map>
 
+#include "core/quoted_text.h"
 #include "tokenizer/pretokenizer.h"
 #include "tokenizer/unicode.h"
 #include "tokenizer/vocab.h"
@@ -53,7 +54,7 @@ public:
         int32_t rank = 0;
         for (const std::string &m : merges->strings) {
             const size_t sp = m.find(' ', 1);  // the left part may itself start with ' '
-            if (sp == std::string::npos) throw TokenizerError("malformed BPE merge '" + m + "'");
+            if (sp == std::string::npos) throw TokenizerError("malformed BPE merge " + quoted(m));
             const int32_t l = intern(m.substr(0, sp)), r = intern(m.substr(sp + 1));
             const int32_t result = intern(m.substr(0, sp) + m.substr(sp + 1));
             merges_.emplace(pair_key(l, r), Merge{rank++, result});  // first (best) rank wins

@@ -7,6 +7,7 @@
 #include <queue>
 #include <unordered_map>
 
+#include "core/quoted_text.h"
 #include "tokenizer/sentencepiece_alphabet.h"
 #include "tokenizer/unicode.h"
 #include "tokenizer/vocab.h"
@@ -34,7 +35,7 @@ public:
         int32_t rank = 0;
         for (const std::string &m : merges->strings) {
             const size_t sp = m.find(' ', 1);
-            if (sp == std::string::npos) throw TokenizerError("malformed BPE merge '" + m + "'");
+            if (sp == std::string::npos) throw TokenizerError("malformed BPE merge " + quoted(m));
             const int32_t l = intern(m.substr(0, sp)), r = intern(m.substr(sp + 1));
             const int32_t result = intern(m.substr(0, sp) + m.substr(sp + 1));
             merges_.emplace(pair_key(l, r), Merge{rank++, result});  // the first (best) rank wins

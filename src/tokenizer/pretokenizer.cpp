@@ -7,6 +7,7 @@
 #include <initializer_list>
 
 #include "core/errors.h"
+#include "core/quoted_text.h"
 #include "tokenizer/unicode.h"
 
 namespace akunu {
@@ -359,7 +360,7 @@ PreTokenizer PreTokenizer::from_name(const std::string &pre) {
     if (pre == "ufakzeka") return PreTokenizer(Kind::UFAKZEKA);
     if (is({"smollm", "starcoder", "refact", "command-r", "codeshell", "exaone", "minerva-7b", "mellum2"}))
         return PreTokenizer(Kind::DIGITS_GPT2);
-    throw UnsupportedError("unsupported tokenizer pre-tokenizer (tokenizer.ggml.pre) '" + pre + "'");
+    throw UnsupportedError("unsupported tokenizer pre-tokenizer (tokenizer.ggml.pre) " + quoted(pre));
 }
 
 void PreTokenizer::split(std::string_view text, std::vector<std::pair<uint32_t, uint32_t>> &out) const {

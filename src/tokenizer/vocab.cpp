@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "tokenizer/end_of_generation.h"
+#include "core/quoted_text.h"
 #include "weights/gguf_file.h"
 
 namespace akunu {
@@ -117,7 +118,7 @@ Vocab Vocab::from_gguf(const GGUFFile &f) {
     v.model = f.get_string("tokenizer.ggml.model");
     if (v.model != "llama" && v.model != "gpt2" && v.model != "bert" && v.model != "t5" &&
         v.model != "gemma4")
-        throw UnsupportedError("unsupported tokenizer model (tokenizer.ggml.model) '" + v.model + "'");
+        throw UnsupportedError("unsupported tokenizer model (tokenizer.ggml.model) " + quoted(v.model));
     v.pre = f.get_string("tokenizer.ggml.pre", "default");
     if (v.pre.empty()) v.pre = "default";
 

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/quoted_text.h"
 #include "weights/mapped_file.h"
 
 namespace akunu {
@@ -25,6 +26,11 @@ constexpr size_t kDefaultAlignment = 32; // GGUF_DEFAULT_ALIGNMENT
 // Smallest possible encodings, used to reject absurd counts before looping over them.
 constexpr uint64_t kMinKVBytes = 8 + 4 + 1;              // empty key, type, 1-byte value
 constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 8 + 4 + 8;  // empty name, 1 dim, type, offset
+// Array elements decoded in all (nested arrays are skipped, not decoded). A decoded element takes
+// 8 bytes (a number) to 32 (a string) against 1 to 8 in the file, so a file of large arrays would
+// cost several times its size in memory. Real metadata holds about 2M (a 262k vocabulary's tokens,
+// scores and types, its merges): 32M is far above it and caps the decoded size near 1 GiB.
+constexpr uint64_t kMaxDecodedArrayElements = uint64_t(1) << 25;
 
 const char *value_type_name(GGUFValueType t) {
     static const char *const names[] = {"UINT8", "INT8",  "UINT16", "INT16", "UINT32",
@@ -86,26 +92,6 @@ T load_le(const uint8_t *p) {
     return out;
 }
 
-// Names in error messages come from the file: quote them, escape anything that is not printable
-// ASCII (the message must be valid UTF-8 for Python) and cap the length.
-std::string quoted(const std::string &name) {
-    constexpr size_t kMaxShown = 80;
-    static const char hex[] = "0123456789abcdef";
-    std::string out = "'";
-    for (size_t i = 0; i < name.size() && i < kMaxShown; ++i) {
-        auto c = static_cast<unsigned char>(name[i]);
-        if (c >= 0x20 && c < 0x7f && c != '\\') {
-            out += static_cast<char>(c);
-        } else {
-            out += "\\x";
-            out += hex[c >> 4];
-            out += hex[c & 15];
-        }
-    }
-    if (name.size() > kMaxShown) out += "...";
-    return out + "'";
-}
-
 bool is_power_of_two(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
 }  // namespace
@@ -117,6 +103,7 @@ struct GGUFParser {
     const uint8_t *base;
     uint64_t size;
     uint64_t pos = 0;
+    uint64_t decoded_elements = 0;  // see kMaxDecodedArrayElements
     std::string where_ = "header";
 
     GGUFParser(GGUFFile &f, const uint8_t *b, uint64_t s) : file(f), base(b), size(s) {}
@@ -276,6 +263,13 @@ struct GGUFParser {
         uint64_t count = read_array_header(v.array_type);
         v.array_length = static_cast<size_t>(count);
         GGUFValueType elem = v.array_type;
+        if (elem != GGUFValueType::ARRAY) {
+            decoded_elements += count;  // no overflow: count <= the file's size
+            if (decoded_elements > kMaxDecodedArrayElements)
+                fail(where_ + " brings the metadata arrays to " + std::to_string(decoded_elements) +
+                     " elements, more than the " + std::to_string(kMaxDecodedArrayElements) +
+                     " a model's metadata could need");
+        }
         if (elem == GGUFValueType::STRING) {
             v.strings.reserve(count);
             for (uint64_t i = 0; i < count; ++i) v.strings.push_back(read_string());

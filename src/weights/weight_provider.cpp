@@ -7,6 +7,7 @@
 #include "core/arch_descriptor.h"
 #include "core/errors.h"
 #include "core/half.h"
+#include "core/quoted_text.h"
 #include "weights/gguf_file.h"
 #include "weights/hf_checkpoint.h"
 #include "weights/safetensors_source.h"
@@ -95,6 +96,7 @@ std::unique_ptr<WeightProvider> WeightProvider::open(const std::string &path) {
     wp->read_config();
     wp->split_fused_tensors();
     wp->check_shapes();
+    wp->read_rope_frequencies();  // after the shapes: rope_dim <= head_dim is then bounded by the file
     return wp;
 }
 
@@ -130,7 +132,7 @@ const TensorView &WeightProvider::get(const std::string &canonical) const {
 
 std::vector<float> WeightProvider::get_f32(const std::string &canonical) const {
     const TensorView &t = get(canonical);
-    if (!t.data) throw AkunuError(path_ + ": tensor '" + t.file_name + "' was released after upload");
+    if (!t.data) throw AkunuError(path_ + ": tensor " + quoted(t.file_name) + " was released after upload");
     size_t n = 1;
     for (uint64_t d : t.dims) n *= (size_t)d;
     std::vector<float> out(n);
@@ -151,7 +153,7 @@ std::vector<float> WeightProvider::get_f32(const std::string &canonical) const {
             }
             break;
         default:
-            throw UnsupportedError(path_ + ": tensor '" + t.file_name + "' has dtype " +
+            throw UnsupportedError(path_ + ": tensor " + quoted(t.file_name) + " has dtype " +
                                    dtype_name(t.dtype) + "; expected F32, F16 or BF16 for a vector");
     }
     return out;
@@ -180,10 +182,19 @@ void WeightProvider::read_config() {
     };
     c.dim = need_u32(a + "embedding_length");
     c.n_layers = need_u32(a + "block_count");
+    // Every layer has tensors of its own: a count past the file's tensors is a lie, and believing
+    // it would size per-layer tables (and loops) by it before any tensor is looked at.
+    if (c.n_layers > f.tensors().size())
+        throw ModelFormatError(f.path() + ": block_count " + std::to_string(c.n_layers) + " exceeds the " +
+                               std::to_string(f.tensors().size()) + " tensors in the file (each layer has its own)");
     c.n_heads = need_u32(a + "attention.head_count");
     c.ffn_dim = need_u32(a + "feed_forward_length");
     c.n_kv_heads = f.has(a + "attention.head_count_kv") ? need_u32(a + "attention.head_count_kv") : c.n_heads;
     c.head_dim = f.has(a + "attention.key_length") ? need_u32(a + "attention.key_length") : c.dim / c.n_heads;
+    // q_dim() / kv_dim() are 32-bit products: one that wraps could match a small tensor's shape.
+    if ((uint64_t)c.n_heads * c.head_dim > UINT32_MAX || (uint64_t)c.n_kv_heads * c.head_dim > UINT32_MAX)
+        throw ModelFormatError(f.path() + ": head_count " + std::to_string(c.n_heads) + " x key_length " +
+                               std::to_string(c.head_dim) + " does not fit in 32 bits");
     c.rope_dim = f.has(a + "rope.dimension_count") ? need_u32(a + "rope.dimension_count") : c.head_dim;
     c.max_seq_len = f.has(a + "context_length") ? need_u32(a + "context_length") : 2048;
     c.norm_eps = (float)f.get_float(a + "attention.layer_norm_rms_epsilon", 1e-5);
@@ -232,9 +243,16 @@ void WeightProvider::read_config() {
         throw ModelFormatError(f.path() + ": head_dim/rope dimension must be even and rope_dim <= head_dim");
     if (!(c.norm_eps > 0) || !(c.rope_theta > 0))
         throw ModelFormatError(f.path() + ": norm epsilon and rope.freq_base must be positive");
+}
 
-    // RoPE frequencies with the file's scaling folded in: Llama 3 ships per-frequency divisors as
-    // rope_freqs.weight; linear scaling divides every frequency by the same factor.
+// RoPE frequencies with the file's scaling folded in (Llama 3's rope_freqs.weight divisors, linear
+// scaling) and Gemma 3's local ones. Runs after check_shapes: rope_dim <= head_dim, and head_dim
+// is then the width of real Q/K tensors, so the tables are sized by the file, not by a claim.
+void WeightProvider::read_rope_frequencies() {
+    const GGUFFile &f = *gguf_;
+    ModelConfig &c = config_;
+    const ArchDescriptor arch = arch_from_name(c.architecture);
+    const std::string a = c.architecture + ".";
     c.rope_inv_freq.resize(c.rope_dim / 2);
     for (uint32_t i = 0; i < c.rope_dim / 2; ++i)
         c.rope_inv_freq[i] = (float)std::pow((double)c.rope_theta, -2.0 * i / (double)c.rope_dim);
@@ -251,7 +269,7 @@ void WeightProvider::read_config() {
         if (!(factor > 0)) throw ModelFormatError(f.path() + ": rope.scaling.factor must be positive");
         for (float &x : c.rope_inv_freq) x /= factor;
     } else if (scaling != "none" && !scaling.empty()) {
-        throw UnsupportedError(f.path() + ": rope scaling type '" + scaling + "' is not supported");
+        throw UnsupportedError(f.path() + ": rope scaling type " + quoted(scaling) + " is not supported");
     }
     if (f.tensor("rope_factors_long.weight") || f.tensor("rope_factors_short.weight"))
         throw UnsupportedError(f.path() + ": LongRoPE (rope_factors_long/short) is not supported");
@@ -276,7 +294,7 @@ void WeightProvider::split_fused_tensors() {
         uint64_t total = 0;
         for (const auto &p : parts) total += p.second;
         if (t.dims.size() != 2 || t.dims[1] != total || t.dims[0] == 0)
-            throw ModelFormatError(path_ + ": tensor '" + t.file_name + "' has shape " + dims_str(t.dims) +
+            throw ModelFormatError(path_ + ": tensor " + quoted(t.file_name) + " has shape " + dims_str(t.dims) +
                                    ", expected [" + std::to_string(t.dims.empty() ? 0 : t.dims[0]) + ", " +
                                    std::to_string(total) + "]");
         const size_t row_bytes = t.n_bytes / total;
@@ -314,7 +332,7 @@ void WeightProvider::check_shapes() const {
     auto expect = [&](const std::string &name, std::vector<uint64_t> dims) {
         const TensorView &t = get(name);
         if (t.dims != dims)
-            throw ModelFormatError(path_ + ": tensor '" + t.file_name + "' has shape " + dims_str(t.dims) +
+            throw ModelFormatError(path_ + ": tensor " + quoted(t.file_name) + " has shape " + dims_str(t.dims) +
                                    ", expected " + dims_str(dims));
     };
     expect(tensor_names::kTokenEmbedding, {c.dim, c.vocab_size});

@@ -58,6 +58,7 @@ public:
 private:
     WeightProvider() = default;
     void read_config();
+    void read_rope_frequencies();
     void split_fused_tensors();
     void check_shapes() const;
     std::string format_;

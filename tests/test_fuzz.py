@@ -1,0 +1,77 @@
+"""The fuzzers build and run clean for a short while (fuzz/README.md): the libFuzzer targets
+(clang++ and CMake; clang is required, never skipped: CI installs it) and the atheris targets.
+Each runs SECONDS on its committed corpus and must end without a crash, a sanitizer report, a
+timeout or an out-of-memory, and must actually execute inputs. Long runs: fuzz/run.py."""
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("fuzz_run", REPO / "fuzz" / "run.py")
+fuzz_run = importlib.util.module_from_spec(_spec)  # fuzz/run.py: the build and the runs, as a long run does them
+sys.modules["fuzz_run"] = fuzz_run  # its dataclass looks its module up there
+_spec.loader.exec_module(fuzz_run)
+
+SECONDS = 12  # each of 7 targets: with the instrumented build, about 3 minutes on 2 cores
+
+
+@pytest.fixture(scope="module")
+def build_dir(tmp_path_factory) -> Path:
+    try:
+        return fuzz_run.build(tmp_path_factory.mktemp("fuzz_build"))
+    except RuntimeError as e:
+        pytest.fail(str(e), pytrace=False)
+    except subprocess.CalledProcessError as e:
+        pytest.fail(f"building fuzz/ failed:\n{e.stdout}\n{e.stderr}", pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def atheris_dir(tmp_path_factory) -> str:
+    """A folder atheris imports from: where it is installed already, else a pip --target install of
+    its newest wheel for this Python (no source build: that needs libFuzzer's sources)."""
+    found = fuzz_run.atheris_path()
+    if found is not None:
+        return found
+    folder = str(tmp_path_factory.mktemp("atheris"))
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--only-binary=:all:", "--target", folder,
+                           "atheris"], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.fail(f"pip install atheris failed:\n{done.stderr[-2000:]}", pytrace=False)
+    return folder
+
+
+def _check(result: fuzz_run.RunResult) -> None:
+    assert not result.crashed, f"{result.target}: exit {result.returncode}, {result.artifacts}\n{result.log[-6000:]}"
+    assert result.executions > 100, f"{result.target} ran only {result.executions} inputs\n{result.log[-3000:]}"
+    assert result.coverage > 0, result.log[-3000:]
+
+
+@pytest.mark.parametrize("target", fuzz_run.CPP_TARGETS)
+def test_libfuzzer_target_runs_clean(target, build_dir):
+    with tempfile.TemporaryDirectory() as work:
+        _check(fuzz_run.run(target, SECONDS, Path(work), build_dir))
+
+
+@pytest.mark.parametrize("target", fuzz_run.PYTHON_TARGETS)
+def test_atheris_target_runs_clean(target, atheris_dir, monkeypatch):
+    monkeypatch.setenv("AKUNU_ATHERIS_PATH", atheris_dir)
+    with tempfile.TemporaryDirectory() as work:
+        _check(fuzz_run.run(target, SECONDS, Path(work)))
+
+
+@pytest.mark.parametrize("target", fuzz_run.CPP_TARGETS)
+def test_regressions_run_clean_in_the_fuzzers(target, build_dir):
+    """The GGUF regression files (tests/test_fuzz_regressions.py replays them through Python) pass
+    the C++ targets too, under their sanitizers and memory limit: e.g. block_count_huge, which made
+    fuzz_model_config report malloc(4294967295) before the bound."""
+    files = sorted((REPO / "tests" / "data" / "fuzz" / "fuzz_model_config" / "regressions").iterdir())
+    done = subprocess.run([str(build_dir / target), *map(str, files), *fuzz_run.COMMON_FLAGS],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-6000:]
+    assert done.stderr.count("Executed ") == len(files), done.stderr[-3000:]

@@ -7,7 +7,6 @@ from __future__ import annotations
 import importlib.util
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -52,17 +51,16 @@ def _check(result: fuzz_run.RunResult) -> None:
     assert result.coverage > 0, result.log[-3000:]
 
 
+# The runs work in pytest's tmp_path, which outlives a failure (work/<target>/last_run.log).
 @pytest.mark.parametrize("target", fuzz_run.CPP_TARGETS)
-def test_libfuzzer_target_runs_clean(target, build_dir):
-    with tempfile.TemporaryDirectory() as work:
-        _check(fuzz_run.run(target, SECONDS, Path(work), build_dir))
+def test_libfuzzer_target_runs_clean(target, build_dir, tmp_path):
+    _check(fuzz_run.run(target, SECONDS, tmp_path, build_dir))
 
 
 @pytest.mark.parametrize("target", fuzz_run.PYTHON_TARGETS)
-def test_atheris_target_runs_clean(target, atheris_dir, monkeypatch):
+def test_atheris_target_runs_clean(target, atheris_dir, monkeypatch, tmp_path):
     monkeypatch.setenv("AKUNU_ATHERIS_PATH", atheris_dir)
-    with tempfile.TemporaryDirectory() as work:
-        _check(fuzz_run.run(target, SECONDS, Path(work)))
+    _check(fuzz_run.run(target, SECONDS, tmp_path))
 
 
 @pytest.mark.parametrize("target", fuzz_run.CPP_TARGETS)

@@ -13,6 +13,7 @@ import datetime
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -74,6 +75,14 @@ class RunResult:
         return self.returncode != 0 or bool(self.artifacts)
 
 
+def with_own_peak_rss(command: list) -> list:
+    """`command` started through a shell that forks it. Linux carries a process's peak RSS (what
+    libFuzzer's -rss_limit_mb checks) across fork and exec, so a fuzzer started straight from a large
+    process (pytest after the model tests: 2.6 GB) would begin past its limit; forked from a small
+    shell, its peak starts from its own size."""
+    return ["sh", "-c", '"$@"; exit $?', "sh", *map(str, command)]
+
+
 def _command(target: str, build_dir: Path | None) -> tuple[list, dict]:
     if target in CPP_TARGETS:
         assert build_dir is not None, "the C++ targets need build()'s folder"
@@ -98,13 +107,14 @@ def run(target: str, seconds: int, work: Path, build_dir: Path | None = None, ex
     log_path = folder / "last_run.log"  # written as the run goes: readable while it runs
     started = datetime.datetime.now()
     with open(log_path, "w") as log_file:
-        process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, env=env)
+        process = subprocess.Popen(with_own_peak_rss(command), stdout=log_file, stderr=subprocess.STDOUT,
+                                   env=env, start_new_session=True)
         try:
             # max_total_time counts from the first input; startup (instrumentation, the corpus's
             # first pass) comes on top, slow on a loaded machine.
             returncode = process.wait(timeout=2 * seconds + 900)
         except subprocess.TimeoutExpired:
-            process.kill()
+            os.killpg(process.pid, signal.SIGKILL)  # the shell and the fuzzer under it
             returncode = process.wait()
             log_file.write(f"\nfuzz/run.py: killed after {2 * seconds + 900} s\n")
     elapsed = (datetime.datetime.now() - started).total_seconds()

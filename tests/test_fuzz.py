@@ -69,7 +69,32 @@ def test_regressions_run_clean_in_the_fuzzers(target, build_dir):
     the C++ targets too, under their sanitizers and memory limit: e.g. block_count_huge, which made
     fuzz_model_config report malloc(4294967295) before the bound."""
     files = sorted((REPO / "tests" / "data" / "fuzz" / "fuzz_model_config" / "regressions").iterdir())
-    done = subprocess.run([str(build_dir / target), *map(str, files), *fuzz_run.COMMON_FLAGS],
+    done = subprocess.run(fuzz_run.with_own_peak_rss([build_dir / target, *files, *fuzz_run.COMMON_FLAGS]),
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-6000:]
     assert done.stderr.count("Executed ") == len(files), done.stderr[-3000:]
+
+
+_PEAK_PROBE = """
+import resource, subprocess, sys
+sys.path.insert(0, sys.argv[1])
+from run import with_own_peak_rss
+big = bytearray(1024 << 20)
+big[::4096] = b"x" * len(big[::4096])  # touch every page: a 1 GiB peak
+child = [sys.executable, "-c", "import resource; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10)"]
+print(subprocess.run(child, capture_output=True, text=True).stdout.strip(),
+      subprocess.run(with_own_peak_rss(child), capture_output=True, text=True).stdout.strip())
+"""
+
+
+def test_fuzzers_start_with_their_own_peak_rss():
+    """A fuzzer's -rss_limit_mb counts from its own size, not its launcher's: started from a process
+    with a 1 GiB peak, a direct child inherits the peak (Linux keeps it across fork and exec) and
+    one started through with_own_peak_rss does not. Without it, every run in CI's late pytest
+    process (2.6 GB) ended at once in out-of-memory."""
+    done = subprocess.run([sys.executable, "-c", _PEAK_PROBE, str(REPO / "fuzz")], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    inherited, own = map(int, done.stdout.split())
+    assert inherited >= 1024, f"a direct child's peak {inherited} MiB: the probe did not reach a 1 GiB peak"
+    assert own < 256, f"a child started through with_own_peak_rss peaked at {own} MiB"

@@ -89,7 +89,8 @@ def _command(target: str, build_dir: Path | None) -> tuple[list, dict]:
         return [str(build_dir / target), f"-dict={REPO / 'fuzz' / 'gguf.dict'}"], dict(os.environ)
     script = REPO / "fuzz" / "python" / f"{target}.py"
     env = dict(os.environ, PYTHONPATH=_pythonpath(os.environ.get("AKUNU_ATHERIS_PATH")))
-    return [sys.executable, str(script)], env
+    dictionary = [f"-dict={REPO / 'fuzz' / 'jinja.dict'}"] if target == "fuzz_chat_template" else []
+    return [sys.executable, str(script), *dictionary], env
 
 
 def run(target: str, seconds: int, work: Path, build_dir: Path | None = None, extra: tuple = ()) -> RunResult:

@@ -14,6 +14,7 @@ void bind_testing_bench(nanobind::module_ &m);       // one kernel as a timed di
 void bind_testing_gpu(nanobind::module_ &m);         // CUDA / Metal presence, the CUDA path counters
 void bind_testing_checkpoint(nanobind::module_ &m);  // the loader's MLX conversion
 void bind_testing_memory(nanobind::module_ &m);      // the memory plan's available-memory seams
+void bind_testing_sanitizer(nanobind::module_ &m);   // AKUNU_SANITIZE builds: which, and their self-test
 
 namespace akunu::testing {
 

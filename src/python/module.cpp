@@ -27,4 +27,5 @@ NB_MODULE(_core, m) {
     bind_testing_gpu(testing);         // CUDA / Metal presence, CUDA path counters
     bind_testing_checkpoint(testing);  // the loader's MLX conversion
     bind_testing_memory(testing);      // what the memory plan sees as available
+    bind_testing_sanitizer(testing);   // which sanitizers this build has, and a bug for each
 }

@@ -122,7 +122,7 @@ __device__ __forceinline__ uint32_t resolve_position(uint32_t from_params, const
     return patches_position(pc.patch) ? *pc.base_position + pc.token_index : from_params;
 }
 __device__ __forceinline__ uint32_t resolve_kv_len(uint32_t from_params, const PatchContext &pc) {
-    return patches_kv_len(pc.patch) ? *pc.base_position + pc.token_index + 1 : from_params;
+    return patches_kv_len(pc.patch) ? *pc.base_position + pc.token_index + pc.kv_span : from_params;
 }
 
 // The KV-cache row of a position: a sliding-window layer's cache is a ring of max_seq rows

@@ -52,21 +52,44 @@ GemmLaunch prepare(const LaunchArgs &a, const char *name) {
     return l;
 }
 
+// How many blocks share each tile's K steps: 1 when the tiles fill at least half the GPU's block
+// slots (two per SM); else enough splits to fill them, each of at least 4 K steps, as long as the
+// partial tiles ([splits][M][rows]) fit the workspace's `free_floats` (docs/adr/0024).
+uint32_t split_k_count(const LaunchArgs &a, const GemmLaunch &l, uint32_t m_tiles, size_t free_floats) {
+    const GemmParams &p = params_of<GemmParams>(a);
+    const uint32_t blocks = l.n_tiles * m_tiles, slots = 2u * (uint32_t)a.workspace->sm_count;
+    if (!a.workspace->split_k || blocks * 2 > slots) return 1;
+    uint32_t splits = std::min(slots / blocks, (p.K / kTileK) / 4);
+    while (splits > 1 && (size_t)splits * p.M * l.total_rows > free_floats) --splits;
+    return std::max(splits, 1u);
+}
+
 template <class Loader, int BM>
 void launch_tile_kernel(const LaunchArgs &a, const GemmLaunch &l) {
     const GemmParams &p = params_of<GemmParams>(a);
-    const dim3 grid(l.n_tiles, ceil_div_u(p.M, BM));
-    // f16 activations in the workspace (its last 128 floats belong to argmax_f32) when they fit.
+    // The workspace (its last 128 floats belong to argmax_f32): f16 activations when they fit,
+    // then split K's partial tiles.
     const size_t halves = (size_t)p.M * p.K, capacity = (a.workspace->floats - 128) * 2;
-    if (halves <= capacity) {
+    const bool x_half = halves <= capacity;
+    const size_t x_floats = x_half ? (halves + 3) / 4 * 2 : 0;  // 16-byte aligned end
+    const uint32_t m_tiles = ceil_div_u(p.M, BM);
+    const uint32_t splits = split_k_count(a, l, m_tiles, a.workspace->floats - 128 - x_floats);
+    float *partial = splits > 1 ? a.workspace->data + x_floats : nullptr;
+    const dim3 grid(l.n_tiles, m_tiles, splits);
+    if (x_half) {
         __half *x16 = reinterpret_cast<__half *>(a.workspace->data);
         const unsigned blocks = std::min<unsigned>(ceil_div_u(halves / 4, 256), 8u * (unsigned)a.workspace->sm_count);
         launch_pdl(to_half_rows_kernel, blocks, 256, 0, a, l.x, p.x_row_bytes / 4, x16, p.M, p.K);
         launch_pdl(gemm_mma_kernel<Loader, BM, true>, grid, kTileThreads, 0, a, static_cast<const void *>(x16), l.y,
-                   l.w, p);
+                   l.w, p, partial);
     } else {
         launch_pdl(gemm_mma_kernel<Loader, BM, false>, grid, kTileThreads, 0, a, static_cast<const void *>(l.x), l.y,
-                   l.w, p);
+                   l.w, p, partial);
+    }
+    if (splits > 1) {
+        const size_t outputs = (size_t)p.M * l.total_rows;
+        const unsigned blocks = std::min<unsigned>(ceil_div_u(outputs, 256), 8u * (unsigned)a.workspace->sm_count);
+        launch_pdl(gemm_split_k_sum_kernel, blocks, 256, 0, a, static_cast<const float *>(partial), l.y, p, splits);
     }
 }
 

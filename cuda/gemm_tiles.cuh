@@ -5,7 +5,10 @@
 // of a 2 x 4 grid owns BM/2 x 32. K advances one 32-element quant block per step through two
 // shared-memory buffers: while the warps multiply out of one, each thread's global loads for the
 // next step (its activation floats and one weight row's half-block) are in flight, and are
-// converted to f16 into the other buffer afterwards; one barrier per step. Activations come either
+// converted to f16 into the other buffer afterwards; one barrier per step. Few x rows (a short
+// prompt, a grammar's forced run) give too few tiles to fill the GPU: then the K steps are split
+// among gridDim.z blocks per tile, each writing its partial tile to `partial` ([z][M][all parts'
+// rows]), and gemm_split_k_sum_kernel adds them in order into y. Activations come either
 // as f32 rows (converted per tile: every N-tile block converts the same rows again) or, when
 // they fit the workspace, as f16 rows converted once by to_half_rows_kernel, which the tiles
 // then copy with cp.async: half the bytes, no conversion and no staging registers.
@@ -78,10 +81,17 @@ constexpr int kTileN = 128, kTileK = 32, kTileThreads = 256;
 constexpr int kTileLd = kTileK + 8;  // halves per shared row: 80 bytes, so ldmatrix rows hit distinct banks
 
 // kXHalf: x is [M, K] f16 (to_half_rows_kernel), else f32 rows of p.x_row_bytes.
+// Rows of all parts before `part`: where its columns start in a split-K partial row.
+__device__ __forceinline__ uint32_t rows_before_part(const GemmParams &p, uint32_t part) {
+    uint32_t rows = 0;
+    for (uint32_t i = 0; i < part; ++i) rows += p.N[i];
+    return rows;
+}
+
 template <class Loader, int BM, bool kXHalf>
 __global__ void __launch_bounds__(kTileThreads, 2)
     gemm_mma_kernel(const void *__restrict__ x_in, float *__restrict__ y, const __grid_constant__ WeightPtrs w,
-                    const __grid_constant__ GemmParams p) {
+                    const __grid_constant__ GemmParams p, float *__restrict__ partial) {
     pdl_enter();
     constexpr int WM = BM / 2, MF = WM / 16;          // warp tile rows, m16 fragments per warp
     constexpr int XF4 = kXHalf ? 1 : BM * kTileK / 4 / kTileThreads;  // f32: float4 per thread per step
@@ -161,16 +171,21 @@ __global__ void __launch_bounds__(kTileThreads, 2)
 #pragma unroll
             for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.f;
 
-    const uint32_t steps = p.K / kTileK;
-    if constexpr (kXHalf) copy_x(0, 0);
-    load(0);
-    store(0, 0);
+    // This block's K steps: all of them, or its split's share.
+    const uint32_t all_steps = p.K / kTileK, per_split = (all_steps + gridDim.z - 1) / gridDim.z;
+    const uint32_t kb0 = blockIdx.z * per_split;
+    const uint32_t steps = kb0 < all_steps ? min(per_split, all_steps - kb0) : 0;
+    if (steps > 0) {
+        if constexpr (kXHalf) copy_x(0, kb0);
+        load(kb0);
+        store(0, kb0);
+    }
     __syncthreads();
     for (uint32_t s = 0; s < steps; ++s) {
         const int buf = s & 1;
         if (s + 1 < steps) {
-            if constexpr (kXHalf) copy_x(buf ^ 1, s + 1);
-            load(s + 1);
+            if constexpr (kXHalf) copy_x(buf ^ 1, kb0 + s + 1);
+            load(kb0 + s + 1);
         }
 #pragma unroll
         for (int kk = 0; kk < kTileK; kk += 16) {
@@ -191,12 +206,27 @@ __global__ void __launch_bounds__(kTileThreads, 2)
 #pragma unroll
                 for (int j = 0; j < 4; ++j) mma_16816(acc[i][j], a[i], b[j]);
         }
-        if (s + 1 < steps) store(buf ^ 1, s + 1);
+        if (s + 1 < steps) store(buf ^ 1, kb0 + s + 1);
         __syncthreads();
     }
 
     // Fragment element c of (i, j): row g (+8 for c >= 2), column 2t (+1 for odd c), g = lane / 4.
     const uint32_t g = lane >> 2, t = lane & 3;
+    if (gridDim.z > 1) {  // split K: this split's partial tile
+        const uint32_t all_rows = rows_before_part(p, p.n_parts), col0 = rows_before_part(p, part);
+        float *out = partial + (size_t)blockIdx.z * p.M * all_rows;
+#pragma unroll
+        for (int i = 0; i < MF; ++i)
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+#pragma unroll
+                for (int c = 0; c < 4; ++c) {
+                    const uint32_t m = m0 + wm * WM + 16 * i + g + 8 * (c >> 1);
+                    const uint32_t n = n0 + wn * 32 + 8 * j + 2 * t + (c & 1);
+                    if (m < p.M && n < N) out[(size_t)m * all_rows + col0 + n] = acc[i][j][c];
+                }
+        return;
+    }
 #pragma unroll
     for (int i = 0; i < MF; ++i)
 #pragma unroll
@@ -210,6 +240,24 @@ __global__ void __launch_bounds__(kTileThreads, 2)
                     *dst = p.accumulate ? *dst + acc[i][j][c] : acc[i][j][c];
                 }
             }
+}
+
+// Split K's second pass: y[m, part's y_col + n] (+)= the sum over the splits of partial[z][m][col], in
+// split order (the same sum every run). One thread per output element.
+__global__ void gemm_split_k_sum_kernel(const float *__restrict__ partial, float *__restrict__ y,
+                                        const __grid_constant__ GemmParams p, uint32_t splits) {
+    pdl_enter();
+    const uint32_t all_rows = rows_before_part(p, p.n_parts);
+    const size_t total = (size_t)p.M * all_rows;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        const uint32_t m = (uint32_t)(i / all_rows);
+        uint32_t col = (uint32_t)(i % all_rows), part = 0;
+        while (col >= p.N[part]) col -= p.N[part++];
+        float sum = 0.f;
+        for (uint32_t z = 0; z < splits; ++z) sum += partial[(size_t)z * total + i];
+        float *dst = y + (size_t)m * p.y_stride + p.y_col[part] + col;
+        *dst = p.accumulate ? *dst + sum : sum;
+    }
 }
 
 }  // namespace akunu::cuda

@@ -22,6 +22,7 @@ struct PatchContext {
     const uint32_t *base_position;  // device memory: the table's start position
     uint32_t token_index;           // which token of the replay this command belongs to
     PatchType patch;                // the command's patch type
+    uint32_t kv_span;               // KV length = position + kv_span (PosAndKV, KVSeqLen; core/dispatch_table.h)
 };
 
 // Workspace the device lends to kernels that need more than their buffers: split-attention
@@ -41,6 +42,7 @@ struct Workspace {
     bool q16_late_release = true;  // those that fill the GPU let the next kernel launch after their main loop
     bool sixteen_warp_gemv = true;  // small integer-GEMV grids get 16-warp blocks
     bool q16_grid_stride = true;    // integer GEMVs of many more items than fit at once walk them in one wave
+    bool split_k = true;            // tiled GEMMs of too few tiles to fill the GPU split their K steps
     bool clusters = false;          // thread-block clusters (Hopper, opt-in): decode attention merges in one
     uint32_t attention_min_keys = 0;  // decode attention's fewest keys per split; 0: its own rule
     uint32_t attention_warps = 0;     // warps per decode-attention block (4, 8, 16); 0: its own rule

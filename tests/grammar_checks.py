@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+import akunu
+
 
 def all_tokens_mask(engine) -> np.ndarray:
     return np.full(engine.token_mask_words, -1, dtype=np.int32)
@@ -52,3 +54,31 @@ def pieces_of(model, grammar, tokens) -> tuple[list[int], list[list[int]]]:
 def chosen_count(model, grammar, tokens) -> int:
     """How many of `tokens` the model chose (the rest the grammar forced)."""
     return len(pieces_of(model, grammar, tokens)[1])
+
+
+def check_forced_runs(model, ids, sizes, kept, not_kept, tol=1e-3):
+    """Feeds greedy output in runs of `sizes` (the tokens a grammar would force) and, after each
+    run, probes the logits it left with a masked choice between two tokens of ranks 1..8 of the
+    reference: the logits of a fresh prefill of the same tokens (model.logits). Runs of one size at
+    several positions replay one kept table (a CUDA graph) at each. After, engine.forced_run_tables
+    lists every size of `kept` and none of `not_kept`."""
+    engine = model._engine
+    plain = model.generate_tokens(ids, max_tokens=sum(sizes) + 1)
+    assert len(plain) == sum(sizes) + 1, "the model stopped early: pick another prompt"
+    references = model.logits(ids + plain)  # row i: the logits after token i (its own session)
+    engine._begin_constrained(ids, akunu.SamplingParams().to_core())
+    at = 0
+    assert engine._choose_token(all_tokens_mask(engine)) == plain[0]
+    for step, size in enumerate(sizes):
+        engine._feed(plain[at:at + size])
+        at += size
+        assert engine.position == len(ids) + at
+        reference = references[len(ids) + at - 1]
+        order = np.argsort(-reference)
+        allowed = [int(order[1 + step % 4]), int(order[5 + step % 3])]
+        token = engine._choose_token(mask_of(allowed, engine))
+        scale = max(1.0, float(np.abs(reference).max()))
+        assert token in allowed and reference[token] >= reference[allowed].max() - tol * scale, (size, at, allowed)
+    engine._end_constrained(at, "length")
+    tables = set(engine.forced_run_tables)
+    assert set(kept) <= tables and not set(not_kept) & tables, (tables, kept, not_kept)

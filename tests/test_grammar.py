@@ -16,7 +16,7 @@ import pytest
 
 import akunu
 from akunu import Grammar, GrammarError, SamplingParams
-from grammar_checks import all_tokens_mask, constrained_run, mask_of, pieces_of
+from grammar_checks import all_tokens_mask, check_forced_runs, constrained_run, mask_of, pieces_of
 
 PROMPT = "The three primary colors are"
 PERSON = {"type": "object", "additionalProperties": False, "required": ["name", "age", "hobbies"],
@@ -62,6 +62,14 @@ def test_feeding_several_tokens_is_one_prefill_pass_with_the_same_result(smollm2
             assert engine.position == len(ids) + at
             assert engine._choose_token(mask) == plain[at], (pieces, at)
         engine._end_constrained(at, "length")
+
+
+def test_forced_runs_replay_kept_tables_at_any_position(smollm2):
+    """Runs of 2 to 64 forced tokens replay a prefill table kept per row count (built at the first
+    run of that size, patched to each start position); longer ones, a pass built per call. Each
+    leaves the logits a fresh prefill of the same tokens gives."""
+    ids = smollm2.tokenizer.encode(PROMPT, add_special=True)
+    check_forced_runs(smollm2, ids, [5, 1, 5, 12, 2, 5, 64, 3, 12, 65, 2], kept=[2, 3, 5, 12, 64], not_kept=[1, 65])
 
 
 def test_masked_choice_is_argmax_over_allowed_tokens(smollm2):

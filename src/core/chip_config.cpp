@@ -16,6 +16,9 @@ ChipConfig ChipConfig::for_cpu(int threads, size_t llc_bytes) {
     c.windowed_kv_cache = true;
     c.max_prefill_chunk = 512;
     c.max_logits_rows = 64;
+    // Forced runs replay kept tables: no table built per run (a small saving on a CPU, and the path
+    // the GPUs take, checked in CI).
+    c.max_forced_table_rows = 64;
     // Enough units that the dynamic scheduler can balance threads, few enough that the per-unit
     // overhead stays invisible: ~8 units per thread on a 576-row matrix at 2 threads.
     c.gemv_rows_per_unit = c.compute_units >= 8 ? 8 : 16;
@@ -50,9 +53,11 @@ ChipConfig ChipConfig::for_gpu(int sm_count, size_t l2_bytes) {
     c.q8_kv_max_group = 16;
     // Launches are expensive relative to small-model kernels: chain many tokens per submission.
     c.chain_decode_chunk = 64;
-    // A prefill pass is built and launched command by command (~1.5 ms for a 1B model on an H200,
-    // benchmarks/grammar_decode.py), about three decode steps of the graph.
+    // A prefill pass built and launched command by command costs ~1.5 ms for a 1B model on an
+    // H200 (benchmarks/grammar_decode.py), about three decode steps of the graph; replayed as a
+    // kept table's graph, about one.
     c.max_forced_decode_steps = 3;
+    c.max_forced_table_rows = 64;
     c.max_prefill_chunk = 2048;
     c.max_logits_rows = 256;
     c.gemv_rows_per_unit = 4;

@@ -32,6 +32,10 @@ struct ChipConfig {
     // many as chained replays of the decode table (a captured graph on GPUs, asynchronous), more as
     // a prefill pass (one pass over all rows, but a table built and launched per call).
     int max_forced_decode_steps = 1;
+    // Longer forced runs, up to this many tokens, replay a prefill table of exactly their row
+    // count, built on first use and kept (position-independent: patched like the decode table, so
+    // a captured graph on GPUs); longer still, a prefill pass built per call. 0: never kept.
+    int max_forced_table_rows = 0;
     // Sliding-window layers keep a ring of (window + the most rows a pass writes) rows in the KV
     // cache, not the whole context (KVCache::layer_length). For backends whose KV kernels address
     // rows as position % max_seq (the CPU's and CUDA's).

@@ -18,7 +18,9 @@ enum class PatchType : uint8_t {
     TokenOffset,   // offsets[0] += 4 * token_index        (embedding reads token slot i)
     Position,      // u32 at params[patch_offset_1] = position
     KVSeqLen,      // u32 at params[patch_offset_1] = position + 1
-    PosAndKV,      // position at patch_offset_1 and position + 1 at patch_offset_2
+    // position at patch_offset_1 and position + span at patch_offset_2, span being the table's
+    // own kv_len - position as built (1 for decode; a multi-row patched table's row count).
+    PosAndKV,
     ArgmaxOutput,  // offsets[1] += 4 * (token_index + 1)  (argmax writes token slot i + 1)
     // The sampler writes slot i + 1 (offsets[1] as ArgmaxOutput) and draws the token of position
     // + 1 with i draws of the replay before it: u32 at params[patch_offset_1] = position + 1,
@@ -86,6 +88,15 @@ private:
     DispatchCmd cmd_{};
 };
 
+// What a PosAndKV patch adds to the position for the KV length: the rows of the pass, as the
+// table was built (kv_len - position of its params).
+inline uint32_t patched_kv_span(const DispatchCmd &cmd) {
+    uint32_t built_position, built_kv_len;
+    std::memcpy(&built_position, cmd.params + cmd.patch_offset_1, 4);
+    std::memcpy(&built_kv_len, cmd.params + cmd.patch_offset_2, 4);
+    return built_kv_len - built_position;
+}
+
 // The generic replay: what every backend's encode_dispatch_table does, spelled out once.
 // Writes the patched copy of `cmd` for token `token_index` at `position` into `out`.
 inline void apply_patch(const DispatchCmd &cmd, int token_index, int position, DispatchCmd &out) {
@@ -104,7 +115,7 @@ inline void apply_patch(const DispatchCmd &cmd, int token_index, int position, D
             break;
         }
         case PatchType::PosAndKV: {
-            uint32_t p = (uint32_t)position, kv = (uint32_t)position + 1;
+            uint32_t p = (uint32_t)position, kv = (uint32_t)position + patched_kv_span(cmd);
             std::memcpy(out.params + cmd.patch_offset_1, &p, 4);
             std::memcpy(out.params + cmd.patch_offset_2, &kv, 4);
             break;

@@ -400,8 +400,9 @@ private:
         ArgmaxParams p{};
         p.n = c_.config.vocab_size;
         CmdBuilder b(table_, c_.device, "argmax_f32", {1, 1, 1});
-        // Decode: token i's argmax fills slot i + 1 (patched). Prefill: the slot after the prompt.
-        b.buf(c_.scratch.logits).buf(c_.scratch.token_ids, s_.patched ? 0 : 4u * rows()).params(p).label("argmax");
+        // The slot after the pass's rows: built at rows - 1 and patched one on when patched (decode:
+        // token i's argmax fills slot i + 1).
+        b.buf(c_.scratch.logits).buf(c_.scratch.token_ids, 4u * (s_.patched ? rows() - 1 : rows())).params(p).label("argmax");
         if (s_.patched) b.patch(PatchType::ArgmaxOutput);
         b.emit();
     }
@@ -473,6 +474,8 @@ DispatchTable build_forward_table(const ModelContext &ctx, const ForwardSpec &sp
         throw AkunuError("internal: forward pass of " + std::to_string(spec.rows) + " rows exceeds scratch");
     if (spec.all_logits && spec.rows > ctx.scratch.max_logits_rows)
         throw AkunuError("internal: all-logits pass of " + std::to_string(spec.rows) + " rows exceeds scratch");
+    if (spec.patched && spec.sample && spec.rows > 1)
+        throw AkunuError("internal: a patched sampler draws after one row (decode), not " + std::to_string(spec.rows));
     return ForwardBuilder(ctx, spec).build();
 }
 

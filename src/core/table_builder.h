@@ -50,6 +50,19 @@ inline DispatchTable build_dispatch_table(const ModelContext &ctx) {
     return table;
 }
 
+// A grammar's forced run of `rows` tokens: a prefill pass patched like the decode table (its
+// position and KV length from the replay's start, its tokens from slots 0..rows - 1), so one table
+// serves every position; it ends with the last row's logits (and an argmax nobody needs: replay
+// it without its last command).
+inline DispatchTable build_forced_run_table(const ModelContext &ctx, int rows) {
+    ForwardSpec spec;
+    spec.rows = rows;
+    spec.patched = true;
+    DispatchTable table = build_forward_table(ctx, spec);
+    table.persistent = true;
+    return table;
+}
+
 // The sampled decode table: `decode_table` with its argmax replaced by the sampler, so sampled
 // decode chains like greedy decode (token i's draw feeding token i + 1 on the device).
 DispatchTable with_sampler(const DispatchTable &decode_table, const ModelContext &ctx);

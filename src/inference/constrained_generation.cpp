@@ -1,8 +1,9 @@
 // A grammar-constrained generation session (see model.h): the prompt's prefill, then per token a
 // forward pass (feed), the caller's mask, and the masked choice (choose_token). Tokens the grammar
 // forces need no choice: a few run as chained decode steps in one submission, more as one prefill
-// pass (ChipConfig::max_forced_decode_steps), so a grammar that fixes long stretches of text (keys,
-// punctuation) costs fewer forward passes than free text.
+// pass (ChipConfig::max_forced_decode_steps), replayed from a kept table where the backend keeps
+// them (max_forced_table_rows), so a grammar that fixes long stretches of text (keys, punctuation)
+// costs fewer forward passes than free text.
 #include <algorithm>
 #include <chrono>
 #include <stdexcept>
@@ -54,17 +55,32 @@ void Model::feed(const std::vector<int32_t> &tokens) {
     check_room((int)tokens.size());
     gen_.history.insert(gen_.history.end(), tokens.begin(), tokens.end());
     const int n = (int)tokens.size();
+    // (Checked ids are non-negative: their int32 bytes are the u32 token slots.)
     if (n <= std::max(1, chip_.max_forced_decode_steps)) {
         // The decode table up to (not including) its argmax, token i reading slot i; asynchronous
-        // where the device is. (Checked ids are non-negative: their int32 bytes are the u32 slots.)
+        // where the device is.
         device_->write_buffer(scratch_.token_ids, tokens.data(), tokens.size() * 4);
         device_->encode_dispatch_table(decode_table_, kv_.length(), n, 0, (int)decode_table_.commands.size() - 1);
+        kv_.append(tokens);
+    } else if (n <= std::min(chip_.max_forced_table_rows, scratch_.max_rows)) {
+        // One pass over the n rows from the kept table of n rows, without its argmax; asynchronous.
+        auto kept = forced_run_tables_.find(n);
+        if (kept == forced_run_tables_.end())
+            kept = forced_run_tables_.emplace(n, build_forced_run_table(context(), n)).first;
+        device_->write_buffer(scratch_.token_ids, tokens.data(), tokens.size() * 4);
+        device_->encode_dispatch_table(kept->second, kv_.length(), 1, 0, (int)kept->second.commands.size() - 1);
         kv_.append(tokens);
     } else {
         forward_in_chunks(tokens, chip_.max_prefill_chunk, false, false, [](size_t, int) {});
     }
     stats_.decode_steps += (int)tokens.size();
     gen_.logits_pending = true;
+}
+
+std::vector<int> Model::forced_run_tables() const {
+    std::vector<int> rows;
+    for (const auto &kept : forced_run_tables_) rows.push_back(kept.first);
+    return rows;
 }
 
 void Model::end_constrained(int generated, const std::string &reason) {

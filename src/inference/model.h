@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -84,6 +85,8 @@ public:
     std::shared_ptr<const Tokenizer> tokenizer() const { return tokenizer_; }
     const DispatchTable &decode_table() const { return decode_table_; }
     int table_builds() const { return table_builds_; }
+    // The row counts of the forced-run tables kept so far (feed), ascending.
+    std::vector<int> forced_run_tables() const;
     int context_length() const { return kv_.max_length; }
     int position() const { return kv_.length(); }
     // The token at each cached position (what the next session may reuse).
@@ -156,7 +159,9 @@ public:
     int32_t choose_token(const uint32_t *mask, size_t words);
     // Appends `tokens` (the chosen token and / or those the grammar forces) to the session and
     // starts their forward pass: up to ChipConfig::max_forced_decode_steps as chained replays of
-    // the decode table, more as one prefill pass. choose_token then reads the last token's logits.
+    // the decode table, up to max_forced_table_rows as a kept prefill table of that many rows
+    // (forced_run_tables), more as a prefill pass built per call. choose_token then reads the last
+    // token's logits.
     void feed(const std::vector<int32_t> &tokens);
     // Ends the session: `generated` tokens were handed out; `reason` "stop" or "length".
     void end_constrained(int generated, const std::string &reason);
@@ -225,6 +230,9 @@ private:
     DispatchTable sampled_decode_table_;  // decode_table_ ending in the sampler instead of argmax
     DispatchTable masked_argmax_table_;   // a grammar's mask, then decode_table_'s argmax
     DispatchTable masked_sample_table_;   // a grammar's mask, then the sampler
+    // Forced runs' prefill tables by row count, built on first use (feed). A map: a table never
+    // moves, so a backend may key cached work (CUDA graphs) on its commands' address.
+    std::map<int, DispatchTable> forced_run_tables_;
     int table_builds_ = 0;
 
     struct Session {

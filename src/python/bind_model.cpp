@@ -286,6 +286,8 @@ void bind_model(nb::module_ &m) {
         .def_prop_ro("dispatch_table", [](PyModel &s) { return table_list(s.get()->decode_table()); },
                      "The decode dispatch table: one dict (label, kernel, patch, units) per command.")
         .def_prop_ro("table_builds", [](PyModel &s) { return s.get()->table_builds(); })
+        .def_prop_ro("forced_run_tables", [](PyModel &s) { return s.get()->forced_run_tables(); },
+                     "Row counts of the forced-run prefill tables kept so far (grammar-constrained decoding)")
         .def_prop_ro("kv_cache_bytes", [](PyModel &s) { return s.get()->kv_cache_bytes(); })
         .def_prop_ro("weight_bytes", [](PyModel &s) { return s.get()->weight_bytes(); },
                      "Bytes of the weights as the device holds them (owned buffers and the file's bytes it reads in "

@@ -124,7 +124,8 @@ CudaDevice::CudaDevice(int device_index) : device_(device_index) {
     // Programmatic dependent launch needs Hopper; AKUNU_CUDA_PDL=0 turns it off, as
     // AKUNU_CUDA_PREFETCH=0 turns off the float GEMVs' early weight prefetch, AKUNU_CUDA_Q16=0 the
     // integer GEMV, AKUNU_CUDA_PDL_LATE=0 its late release of the next kernel,
-    // AKUNU_CUDA_GEMV16=0 its 16-warp blocks and AKUNU_CUDA_Q16_GRID=0 its one-wave grids;
+    // AKUNU_CUDA_GEMV16=0 its 16-warp blocks and AKUNU_CUDA_Q16_GRID=0 its one-wave grids,
+    // AKUNU_CUDA_SPLIT_K=0 the split K steps of tiled GEMMs over few rows;
     // AKUNU_CUDA_ATTN_CLUSTER=1 turns on the cluster merge of decode attention (Hopper; off by
     // default, see cluster_wanted in cuda/attention_decode.cu), AKUNU_CUDA_ATTN_MIN_KEYS=n sets
     // its fewest keys per split and AKUNU_CUDA_ATTN_WARPS=4/8/16 its warps per block (A/B timing).
@@ -134,6 +135,7 @@ CudaDevice::CudaDevice(int device_index) : device_(device_index) {
     workspace_.q16_late_release = !switched_off("AKUNU_CUDA_PDL_LATE");
     workspace_.sixteen_warp_gemv = !switched_off("AKUNU_CUDA_GEMV16");
     workspace_.q16_grid_stride = !switched_off("AKUNU_CUDA_Q16_GRID");
+    workspace_.split_k = !switched_off("AKUNU_CUDA_SPLIT_K");
     workspace_.clusters = prop.major >= 9 && switched_on("AKUNU_CUDA_ATTN_CLUSTER");
     if (const char *v = std::getenv("AKUNU_CUDA_ATTN_MIN_KEYS")) workspace_.attention_min_keys = (uint32_t)std::atoi(v);
     if (const char *v = std::getenv("AKUNU_CUDA_ATTN_WARPS")) workspace_.attention_warps = (uint32_t)std::atoi(v);
@@ -178,6 +180,9 @@ ChipConfig CudaDevice::chip_config() const {
     if (f == "all" || f == "act") c.fuse_gemv_activation = true;
     // AKUNU_CUDA_FUSE_ROPE=0: RoPE + KV write as its own command before decode attention.
     if (switched_off("AKUNU_CUDA_FUSE_ROPE")) c.fuse_rope_into_attention = false;
+    // AKUNU_CUDA_FORCED_TABLES=0: a grammar's forced runs past the decode steps as prefill passes
+    // built per call, not kept tables replayed as graphs.
+    if (switched_off("AKUNU_CUDA_FORCED_TABLES")) c.max_forced_table_rows = 0;
     return c;
 }
 
@@ -289,7 +294,8 @@ LaunchArgs CudaDevice::command_args(const DispatchTable &table, int c, int t, Di
         args.buffers[i] = static_cast<uint8_t *>(cmd->buffers[i].handle) + cmd->offsets[i];
     args.params = cmd->params;
     // Position patches are applied by the kernel from base_position_ (device memory).
-    args.patch = PatchContext{base_position_, (uint32_t)t, cmd->patch};
+    args.patch = PatchContext{base_position_, (uint32_t)t, cmd->patch,
+                              cmd->patch == PatchType::PosAndKV ? patched_kv_span(*cmd) : 1u};
     args.long_context = long_context_;
     return args;
 }

@@ -71,7 +71,7 @@ void launch_tile_kernel(const LaunchArgs &a, const GemmLaunch &l) {
     // then split K's partial tiles.
     const size_t halves = (size_t)p.M * p.K, capacity = (a.workspace->floats - 128) * 2;
     const bool x_half = halves <= capacity;
-    const size_t x_floats = x_half ? (halves + 3) / 4 * 2 : 0;  // 16-byte aligned end
+    const size_t x_floats = x_half ? (halves + 7) / 8 * 4 : 0;  // to a 16-byte boundary
     const uint32_t m_tiles = ceil_div_u(p.M, BM);
     const uint32_t splits = split_k_count(a, l, m_tiles, a.workspace->floats - 128 - x_floats);
     float *partial = splits > 1 ? a.workspace->data + x_floats : nullptr;

@@ -327,31 +327,40 @@ size_t match_run(size_t i, F in) {
     return k;
 }
 
+bool name_in(const std::string &pre, std::initializer_list<const char *> names) {
+    for (const char *n : names)
+        if (pre == n) return true;
+    return false;
+}
+
 }  // namespace
 
 PreTokenizer PreTokenizer::from_name(const std::string &pre) {
     // Names as written by llama.cpp's convert_hf_to_gguf.py (tokenizer.ggml.pre), grouped by the
     // regex list llama.cpp's llm_tokenizer_bpe gives their LLAMA_VOCAB_PRE_TYPE; `ignore_merges`
     // as llama_vocab::impl::load sets it (whole words are looked up before merging).
-    auto is = [&](std::initializer_list<const char *> names) {
-        for (const char *n : names)
-            if (pre == n) return true;
-        return false;
-    };
+    auto is = [&](std::initializer_list<const char *> names) { return name_in(pre, names); };
     if (pre.empty() || pre == "default") return PreTokenizer(Kind::DEFAULT);
+    // jina-v1-en, jina-v2-code and roberta-bpe also set llama.cpp's add_sep, which its tokenizer never
+    // reads (only embedding and reranking callers do).
     if (is({"gpt-2", "phi-2", "mpt", "olmo", "jais", "trillion", "granite-docling", "exaone4", "gigachat",
-            "a.x-4.0", "mellum", "modern-bert", "jina-es", "jina-de", "jina-v2-es", "jina-v2-de"}))
+            "a.x-4.0", "mellum", "modern-bert", "jina-es", "jina-de", "jina-v2-es", "jina-v2-de", "jina-v1-en",
+            "jina-v2-code", "roberta-bpe"}))
         return PreTokenizer(Kind::GPT2);
     if (pre == "falcon") return PreTokenizer(Kind::FALCON);
     if (pre == "deepseek-llm") return PreTokenizer(Kind::DEEPSEEK_LLM);
     if (pre == "deepseek-coder") return PreTokenizer(Kind::DEEPSEEK_CODER);
     if (pre == "qwen35") return PreTokenizer(Kind::QWEN35);
+    // glm4 / glm5 / chatglm-bpe: llama.cpp also clears their default BOS id, which only matters for a
+    // file without tokenizer.ggml.bos_token_id (akunu has no BOS then either).
     if (is({"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2",
-            "jina-v5-nano"}))
+            "jina-v5-nano", "glm4", "glm5"}))
         return PreTokenizer(Kind::LLAMA3, true);
-    if (is({"dbrx", "smaug-bpe"})) return PreTokenizer(Kind::LLAMA3);
+    if (is({"dbrx", "smaug-bpe", "chatglm-bpe"})) return PreTokenizer(Kind::LLAMA3);
+    // bailingmoe's regex ends its newline alternative in [\r\n] rather than [\r\n]+ and spells its
+    // contractions '(?:[sSdDmMtT]|...): the same pieces as qwen2's.
     if (is({"qwen2", "stablelm2", "deepseek-r1-qwen", "kormo", "f2llmv2", "megrez", "hunyuan", "solar-open",
-            "grok-2"}))
+            "grok-2", "bailingmoe", "bailingmoe2", "llada-moe"}))
         return PreTokenizer(Kind::QWEN2);
     if (is({"gpt-4o", "llama4", "kanana2", "talkie", "minimax-m2"})) return PreTokenizer(Kind::GPT4O);
     if (pre == "tekken") return PreTokenizer(Kind::TEKKEN, true);
@@ -361,6 +370,12 @@ PreTokenizer PreTokenizer::from_name(const std::string &pre) {
     if (is({"smollm", "starcoder", "refact", "command-r", "codeshell", "exaone", "minerva-7b", "mellum2"}))
         return PreTokenizer(Kind::DIGITS_GPT2);
     throw UnsupportedError("unsupported tokenizer pre-tokenizer (tokenizer.ggml.pre) " + quoted(pre));
+}
+
+bool PreTokenizer::adds_bos(const std::string &pre) {
+    // llama_vocab::impl::load sets add_bos for these.
+    return name_in(pre, {"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2",
+                         "jina-v5-nano", "tekken", "chameleon"});
 }
 
 void PreTokenizer::split(std::string_view text, std::vector<std::pair<uint32_t, uint32_t>> &out) const {

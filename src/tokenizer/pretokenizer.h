@@ -33,6 +33,9 @@ public:
 
     // Maps a tokenizer.ggml.pre value to its splitter; throws UnsupportedError naming it.
     static PreTokenizer from_name(const std::string &pre);
+    // llama.cpp's add_bos default for a byte-level BPE vocab of this pre name (a tokenizer.ggml.add_bos_token
+    // in the file wins).
+    static bool adds_bos(const std::string &pre);
     explicit PreTokenizer(Kind kind, bool ignore_merges = false) : kind_(kind), ignore_merges_(ignore_merges) {}
     Kind kind() const { return kind_; }
     // Whole words found in the vocab are taken as one token before any merge (llama.cpp's

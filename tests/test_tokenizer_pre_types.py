@@ -6,7 +6,9 @@ llama.cpp picks the pre-tokenizer's regex list from tokenizer.ggml.pre alone, so
 (and its ignore_merges and add_bos settings: that file has no tokenizer.ggml.add_bos_token): the first
 200 generated corpus strings (tests/tokenizer_corpus.py) and a few strings aimed at single splitters
 must give identical ids with add_special and parse_special each off and on, and decode back to the
-text. A name akunu refuses gives an UnsupportedError naming it.
+text. The names llama.cpp runs over raw UTF-8 instead of GPT-2's byte alphabet are checked the same
+way on Gemma 4's vocab (raw UTF-8 with <0xXX> byte tokens) written as a "gpt2" vocab without its
+tokenizer.ggml.add_bos_token. The one name akunu refuses gives an UnsupportedError naming it.
 """
 from __future__ import annotations
 
@@ -39,11 +41,16 @@ SUPPORTED = [
     "granite-embed-multi-97m", "youtu", "tiny_aya", "cohere2moe", "laguna", "kimi-k2", "poro-chat", "bloom",
     "gpt3-finnish", "viking", "chameleon", "superbpe",
 ]
+# Names llama.cpp runs over raw UTF-8 (byte_encode off): gemma4 and granite-embed-multi-311m as Gemma 4's
+# tokenizer (spaces as U+2581, BOS forced on), sarvam-moe the same without the forced BOS and whole newline
+# runs.
+RAW_UTF8 = ["gemma4", "granite-embed-multi-311m", "sarvam-moe"]
 # A name llama.cpp defines that akunu refuses: with a "gpt2" vocab llama.cpp aborts on text holding two
 # spaces in a row (see PreTokenizer::from_name).
 UNSUPPORTED = "whitespace"
 N_CORPUS = int(os.environ.get("AKUNU_TOKENIZER_CORPUS", "200"))
 BASE = "qwen2"
+RAW_BASE = "gemma-4"
 # Text for the corners of single splitters: chameleon's sentinel and image tokens and space runs, jais-2's
 # whitespace runs cut into powers of two, exaone-moe's words joined by single spaces, the digit groups of
 # afmoe / tiny_aya / superbpe, kimi-k2's Han runs, youtu's scripts and combining marks inside words.
@@ -95,6 +102,22 @@ def corpus():
     return make_corpus(N_CORPUS)
 
 
+@pytest.fixture(scope="module")
+def raw_fields():
+    """Gemma 4's vocab as a "gpt2" vocab without tokenizer.ggml.add_bos_token (so the name's own BOS default
+    shows)."""
+    out = []
+    for key, val, vtype, sub in read_fields(RAW_BASE):
+        if key == "tokenizer.ggml.add_bos_token":
+            continue
+        if key == "tokenizer.ggml.model":
+            val = "gpt2"
+        out.append((key, val, vtype, sub))
+    if not any(k == "tokenizer.ggml.pre" for k, _, _, _ in out):
+        out.append(("tokenizer.ggml.pre", "", GGUFValueType.STRING, None))
+    return out
+
+
 def with_pre(fields, pre: str, path) -> str:
     """A copy of the base vocab with tokenizer.ggml.pre = `pre` (every other KV as it was)."""
     arch = next(v for k, v, _, _ in fields if k == "general.architecture")
@@ -133,6 +156,11 @@ def compare(llama_cpp, path: str, pre: str, strings) -> None:
 @pytest.mark.parametrize("pre", SUPPORTED)
 def test_pre_type_matches_llama_cpp(base_fields, llama_cpp, corpus, tmp_path, pre):
     compare(llama_cpp, with_pre(base_fields, pre, tmp_path / f"vocab-{pre}.gguf"), pre, texts(corpus))
+
+
+@pytest.mark.parametrize("pre", RAW_UTF8)
+def test_raw_utf8_pre_type_matches_llama_cpp(raw_fields, llama_cpp, corpus, tmp_path, pre):
+    compare(llama_cpp, with_pre(raw_fields, pre, tmp_path / f"vocab-{pre}.gguf"), pre, texts(corpus))
 
 
 def test_unimplemented_pre_type_refused(base_fields, tmp_path):

@@ -580,6 +580,11 @@ PreTokenizer PreTokenizer::from_name(const std::string &pre) {
     throw UnsupportedError("unsupported tokenizer pre-tokenizer (tokenizer.ggml.pre) " + quoted(pre));
 }
 
+bool PreTokenizer::sentencepiece_style(const std::string &pre) {
+    // llama.cpp's LLAMA_VOCAB_PRE_TYPE_GEMMA4 and _SARVAM_MOE (escape_whitespaces on, byte_encode off).
+    return name_in(pre, {"gemma4", "granite-embed-multi-311m", "sarvam-moe"});
+}
+
 bool PreTokenizer::adds_bos(const std::string &pre) {
     // llama_vocab::impl::load sets add_bos for these; gemma4's BOS is forced on in gemma4_tokenizer.cpp.
     return name_in(pre, {"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2",

@@ -47,6 +47,9 @@ public:
 
     // Maps a tokenizer.ggml.pre value to its splitter; throws UnsupportedError naming it.
     static PreTokenizer from_name(const std::string &pre);
+    // tokenizer.ggml.pre values llama.cpp runs as it runs Gemma 4's vocab (BPE over raw UTF-8 with
+    // spaces as U+2581, cut only at newlines): those vocabs go to gemma4_tokenizer.cpp.
+    static bool sentencepiece_style(const std::string &pre);
     // llama.cpp's add_bos default for a byte-level BPE vocab of this pre name (a tokenizer.ggml.add_bos_token
     // in the file wins).
     static bool adds_bos(const std::string &pre);

@@ -48,6 +48,11 @@ public:
             byte_tokens_[b] = intern(s);
         }
         const GGUFValue *merges = file.find("tokenizer.ggml.merges");
+        // llama.cpp accepts a kimi-k2 vocab without merges (every character is then a token of its own).
+        if (!merges && v_.pre == "kimi-k2") {
+            init_pieces();
+            return;
+        }
         if (!merges || merges->type != GGUFValueType::ARRAY || merges->array_type != GGUFValueType::STRING)
             throw TokenizerError("byte-level BPE vocabulary without tokenizer.ggml.merges");
         merges_.reserve(merges->strings.size() * 2);

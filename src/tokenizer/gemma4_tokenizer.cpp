@@ -3,6 +3,8 @@
 // of everything else, and each run starts as one symbol per UTF-8 character; adjacent symbols merge
 // lowest merge rank first (tokenizer.ggml.merges). A newline run that is a token stays whole. A
 // final symbol the vocabulary lacks becomes its <0xXX> byte tokens. BOS is always added.
+// llama.cpp runs "gpt2" vocabs whose tokenizer.ggml.pre is gemma4 or granite-embed-multi-311m the same
+// way, and sarvam-moe ones too, less the whole newline runs and the forced BOS.
 #include <cstdio>
 #include <queue>
 #include <unordered_map>
@@ -20,8 +22,10 @@ namespace {
 class Gemma4Tokenizer final : public VocabTokenizer {
 public:
     Gemma4Tokenizer(Vocab vocab, const GGUFFile &file) : VocabTokenizer(std::move(vocab)) {
-        v_.pre = "gemma4";
-        v_.add_bos = v_.bos >= 0;  // llama.cpp turns add_bos on for Gemma 4 whatever the file says
+        if (v_.model == "gemma4") v_.pre = "gemma4";  // llama.cpp ignores the file's pre name then
+        newline_words_ = v_.pre != "sarvam-moe";
+        // llama.cpp turns add_bos on for Gemma 4 (and granite-embed-multi-311m) whatever the file says
+        if (newline_words_) v_.add_bos = v_.bos >= 0;
         v_.add_space_prefix = false;
         for (int b = 0; b < 256; ++b) {
             char hex[8];
@@ -71,6 +75,7 @@ private:
 
     void encode_run(std::string_view run, std::vector<int32_t> &out) const;
 
+    bool newline_words_ = true;  // a newline run that is a token is taken whole (llama.cpp's Gemma 4 fix)
     int32_t byte_tokens_[256];
     std::unordered_map<std::string, int32_t> extra_;
     std::unordered_map<uint64_t, Merge> merges_;
@@ -98,7 +103,7 @@ void Gemma4Tokenizer::encode_fragment(std::string_view text, bool, std::vector<i
         while (j < sv.size() && (sv[j] == '\n') == newlines) ++j;
         const std::string_view run = sv.substr(i, j - i);
         i = j;
-        if (newlines) {
+        if (newlines && newline_words_) {
             const int32_t id = find(run);
             if (id >= 0) { out.push_back(id); continue; }
         }

@@ -1,6 +1,7 @@
 // Tokenizer factory (picks the model named by tokenizer.ggml.model) and the streaming decoder.
 #include "tokenizer/tokenizer.h"
 
+#include "tokenizer/pretokenizer.h"
 #include "tokenizer/unicode.h"
 #include "tokenizer/vocab.h"
 #include "weights/gguf_file.h"
@@ -12,7 +13,9 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GGUFFile &file) {
     if (vocab.model == "llama") return make_spm_tokenizer(std::move(vocab));
     if (vocab.model == "bert") return make_wpm_tokenizer(std::move(vocab), file);
     if (vocab.model == "t5") return make_ugm_tokenizer(std::move(vocab), file);
-    if (vocab.model == "gemma4") return make_gemma4_tokenizer(std::move(vocab), file);
+    // llama.cpp runs these byte-level ("gpt2") vocabs as it runs Gemma 4's: BPE over raw UTF-8.
+    if (vocab.model == "gemma4" || (vocab.model == "gpt2" && PreTokenizer::sentencepiece_style(vocab.pre)))
+        return make_gemma4_tokenizer(std::move(vocab), file);
     return make_bpe_tokenizer(std::move(vocab), file);
 }
 

@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "tokenizer/end_of_generation.h"
+#include "tokenizer/pretokenizer.h"
 #include "core/quoted_text.h"
 #include "weights/gguf_file.h"
 
@@ -154,10 +155,10 @@ Vocab Vocab::from_gguf(const GGUFFile &f) {
     v.eog = end_of_generation_ids(v, f);
 
     // Defaults as llama.cpp: SentencePiece adds BOS and a space prefix; byte-level BPE adds
-    // nothing, except Llama 3 style vocabs which add BOS. Explicit metadata wins.
+    // nothing, except for the pre-tokenizer names that add BOS (Llama 3 style, tekken, ...).
+    // Explicit metadata wins.
     const bool spm = v.model == "llama";
-    const bool llama3 = v.pre == "llama3" || v.pre == "llama-v3" || v.pre == "llama-bpe" || v.pre == "falcon3";
-    v.add_bos = f.get_bool("tokenizer.ggml.add_bos_token", spm || llama3);
+    v.add_bos = f.get_bool("tokenizer.ggml.add_bos_token", spm || PreTokenizer::adds_bos(v.pre));
     v.add_eos = f.get_bool("tokenizer.ggml.add_eos_token", false);
     v.add_space_prefix = f.get_bool("tokenizer.ggml.add_space_prefix", spm);
     if (v.add_bos && v.bos < 0) v.add_bos = false;  // nothing to add

@@ -212,21 +212,10 @@ __global__ void __launch_bounds__(kTileThreads, 2)
 
     // Fragment element c of (i, j): row g (+8 for c >= 2), column 2t (+1 for odd c), g = lane / 4.
     const uint32_t g = lane >> 2, t = lane & 3;
-    if (gridDim.z > 1) {  // split K: this split's partial tile
-        const uint32_t all_rows = rows_before_part(p, p.n_parts), col0 = rows_before_part(p, part);
-        float *out = partial + (size_t)blockIdx.z * p.M * all_rows;
-#pragma unroll
-        for (int i = 0; i < MF; ++i)
-#pragma unroll
-            for (int j = 0; j < 4; ++j)
-#pragma unroll
-                for (int c = 0; c < 4; ++c) {
-                    const uint32_t m = m0 + wm * WM + 16 * i + g + 8 * (c >> 1);
-                    const uint32_t n = n0 + wn * 32 + 8 * j + 2 * t + (c & 1);
-                    if (m < p.M && n < N) out[(size_t)m * all_rows + col0 + n] = acc[i][j][c];
-                }
-        return;
-    }
+    // Split K: this split's partial tile ([z][M][all parts' rows]); else y itself.
+    const bool split = gridDim.z > 1;
+    const uint32_t all_rows = split ? rows_before_part(p, p.n_parts) : 0, col0 = split ? rows_before_part(p, part) : 0;
+    float *out = split ? partial + (size_t)blockIdx.z * p.M * all_rows : nullptr;
 #pragma unroll
     for (int i = 0; i < MF; ++i)
 #pragma unroll
@@ -235,7 +224,10 @@ __global__ void __launch_bounds__(kTileThreads, 2)
             for (int c = 0; c < 4; ++c) {
                 const uint32_t m = m0 + wm * WM + 16 * i + g + 8 * (c >> 1);
                 const uint32_t n = n0 + wn * 32 + 8 * j + 2 * t + (c & 1);
-                if (m < p.M && n < N) {
+                if (m >= p.M || n >= N) continue;
+                if (split) {
+                    out[(size_t)m * all_rows + col0 + n] = acc[i][j][c];
+                } else {
                     float *dst = y + (size_t)m * p.y_stride + p.y_col[part] + n;
                     *dst = p.accumulate ? *dst + acc[i][j][c] : acc[i][j][c];
                 }

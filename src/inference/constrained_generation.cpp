@@ -55,20 +55,24 @@ void Model::feed(const std::vector<int32_t> &tokens) {
     check_room((int)tokens.size());
     gen_.history.insert(gen_.history.end(), tokens.begin(), tokens.end());
     const int n = (int)tokens.size();
-    // (Checked ids are non-negative: their int32 bytes are the u32 token slots.)
+    // A few tokens: chained replays of the decode table; more, up to max_forced_table_rows: one
+    // replay of the kept table of n rows; both without their argmax, asynchronous where the device
+    // is. Longer runs: prefill passes built per call.
+    const DispatchTable *table = nullptr;
+    int replays = 1;
     if (n <= std::max(1, chip_.max_forced_decode_steps)) {
-        // The decode table up to (not including) its argmax, token i reading slot i; asynchronous
-        // where the device is.
-        device_->write_buffer(scratch_.token_ids, tokens.data(), tokens.size() * 4);
-        device_->encode_dispatch_table(decode_table_, kv_.length(), n, 0, (int)decode_table_.commands.size() - 1);
-        kv_.append(tokens);
+        table = &decode_table_;
+        replays = n;
     } else if (n <= std::min(chip_.max_forced_table_rows, scratch_.max_rows)) {
-        // One pass over the n rows from the kept table of n rows, without its argmax; asynchronous.
         auto kept = forced_run_tables_.find(n);
         if (kept == forced_run_tables_.end())
             kept = forced_run_tables_.emplace(n, build_forced_run_table(context(), n)).first;
+        table = &kept->second;
+    }
+    if (table) {
+        // Token i reads slot i. (Checked ids are non-negative: their int32 bytes are the u32 slots.)
         device_->write_buffer(scratch_.token_ids, tokens.data(), tokens.size() * 4);
-        device_->encode_dispatch_table(kept->second, kv_.length(), 1, 0, (int)kept->second.commands.size() - 1);
+        device_->encode_dispatch_table(*table, kv_.length(), replays, 0, (int)table->commands.size() - 1);
         kv_.append(tokens);
     } else {
         forward_in_chunks(tokens, chip_.max_prefill_chunk, false, false, [](size_t, int) {});

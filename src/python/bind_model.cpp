@@ -127,6 +127,19 @@ template <class Source> nb::dict plan_without_loading(const Source &source, akun
     return plan_dict(plan, backend.c_str());
 }
 
+// akunu.plan_memory(source, backend=, context_length=, ...) for one kind of source (overloads).
+template <class Source> void def_plan_memory(nb::module_ &m, const char *source_name, const char *doc) {
+    m.def(
+        "plan_memory",
+        [](const Source &source, const std::string &backend, int context_length, int threads,
+           const std::string &kv_cache_dtype, int64_t prompt_cache_bytes) {
+            return plan_without_loading(source, load_options(backend, context_length, threads, kv_cache_dtype,
+                                                             prompt_cache_bytes));
+        },
+        nb::arg(source_name), nb::arg("backend") = "auto", nb::arg("context_length") = 0, nb::arg("threads") = 0,
+        nb::arg("kv_cache_dtype") = "f16", nb::arg("prompt_cache_bytes") = -1, doc);
+}
+
 std::vector<int32_t> to_ids(const std::vector<int64_t> &ids) {
     std::vector<int32_t> out;
     out.reserve(ids.size());
@@ -145,26 +158,10 @@ void bind_model(nb::module_ &m) {
           "built on macOS. "
           "Model(backend=...) takes one of them or \"auto\".");
 
-    m.def(
-        "plan_memory",
-        [](const std::string &path, const std::string &backend, int context_length, int threads,
-           const std::string &kv_cache_dtype, int64_t prompt_cache_bytes) {
-            return plan_without_loading(path, load_options(backend, context_length, threads, kv_cache_dtype,
-                                                           prompt_cache_bytes));
-        },
-        nb::arg("path"), nb::arg("backend") = "auto", nb::arg("context_length") = 0, nb::arg("threads") = 0,
-        nb::arg("kv_cache_dtype") = "f16", nb::arg("prompt_cache_bytes") = -1,
-        "The memory plan Model(path, ...) would make (a dict, as Model.memory_plan), allocating nothing.");
-    m.def(
-        "plan_memory",
-        [](const akunu::HFCheckpoint &checkpoint, const std::string &backend, int context_length, int threads,
-           const std::string &kv_cache_dtype, int64_t prompt_cache_bytes) {
-            return plan_without_loading(checkpoint, load_options(backend, context_length, threads, kv_cache_dtype,
-                                                                 prompt_cache_bytes));
-        },
-        nb::arg("checkpoint"), nb::arg("backend") = "auto", nb::arg("context_length") = 0, nb::arg("threads") = 0,
-        nb::arg("kv_cache_dtype") = "f16", nb::arg("prompt_cache_bytes") = -1,
-        "The memory plan of a Hugging Face checkpoint (an HFCheckpoint), allocating nothing.");
+    def_plan_memory<std::string>(m, "path",
+                                 "The memory plan Model(path, ...) would make (a dict, as Model.memory_plan), allocating nothing.");
+    def_plan_memory<akunu::HFCheckpoint>(m, "checkpoint",
+                                         "The memory plan of a Hugging Face checkpoint (an HFCheckpoint), allocating nothing.");
 
     using akunu::SamplingConfig;
     nb::class_<SamplingConfig>(m, "SamplingConfig",

@@ -66,6 +66,31 @@ size_t match_space_newlines(const Cursor &c, size_t i) {
     return match_trailing_space(c, i);
 }
 
+// \p{N}{1,max} at i; i when no number starts there.
+size_t match_numbers_up_to(const Cursor &c, size_t i, size_t max) {
+    size_t k = i;
+    while (c.number(k) && k - i < max) ++k;
+    return k;
+}
+
+// What may follow ' ?[^\s\p{L}\p{N}]+' in the regexes: nothing, [\r\n]*, [\r\n/]* or [\r\n/]?.
+enum class OtherTail { kNone, kNewlines, kNewlinesOrSlashes, kOneNewlineOrSlash };
+
+// ' ?[^\s\p{L}\p{N}]+' and its tail at i; i when it does not match there.
+size_t match_other_run(const Cursor &c, size_t i, OtherTail tail) {
+    size_t k = (c.at(i) == ' ' && c.other(i + 1)) ? i + 1 : i;
+    if (!c.other(k)) return i;
+    while (c.other(k)) ++k;
+    auto newline_or_slash = [&](size_t j) { return c.newline(j) || c.at(j) == '/'; };
+    switch (tail) {
+        case OtherTail::kNone: break;
+        case OtherTail::kNewlines: while (c.newline(k)) ++k; break;
+        case OtherTail::kNewlinesOrSlashes: while (newline_or_slash(k)) ++k; break;
+        case OtherTail::kOneNewlineOrSlash: if (newline_or_slash(k)) ++k; break;
+    }
+    return k;
+}
+
 size_t match_gpt2(const Cursor &c, size_t i) {
     if (size_t k = match_contraction(c, i, false)) return k;
     const bool sp = c.at(i) == ' ';
@@ -73,8 +98,7 @@ size_t match_gpt2(const Cursor &c, size_t i) {
     if (c.letter(k)) { while (c.letter(k)) ++k; return k; }
     k = (sp && c.number(i + 1)) ? i + 1 : i;  // ' ?\p{N}+'
     if (c.number(k)) { while (c.number(k)) ++k; return k; }
-    k = (sp && c.other(i + 1)) ? i + 1 : i;  // ' ?[^\s\p{L}\p{N}]+'
-    if (c.other(k)) { while (c.other(k)) ++k; return k; }
+    if (size_t e = match_other_run(c, i, OtherTail::kNone); e > i) return e;
     if (c.space(i)) return match_trailing_space(c, i);
     return i + 1;
 }
@@ -107,19 +131,9 @@ size_t match_llama3(const Cursor &c, size_t i, size_t max_digits, bool contracti
         return k;
     }
     if (c.letter(i)) { size_t k = i; while (c.letter(k)) ++k; return k; }
-    // \p{N}{1,max}
-    if (c.number(i)) {
-        size_t k = i;
-        while (c.number(k) && k - i < max_digits) ++k;
-        return k;
-    }
+    if (c.number(i)) return match_numbers_up_to(c, i, max_digits);
     // ' ?[^\s\p{L}\p{N}]+[\r\n]*'
-    size_t k = (c.at(i) == ' ' && c.other(i + 1)) ? i + 1 : i;
-    if (c.other(k)) {
-        while (c.other(k)) ++k;
-        while (punct_newlines && c.newline(k)) ++k;
-        return k;
-    }
+    if (size_t k = match_other_run(c, i, punct_newlines ? OtherTail::kNewlines : OtherTail::kNone); k > i) return k;
     if (c.space(i)) return spaces(c, i);
     return i + 1;
 }
@@ -171,17 +185,8 @@ size_t match_gpt4o(const Cursor &c, size_t i, size_t max_digits, bool with_contr
     if (prefix)
         if (size_t e = upper_then_lower(i + 1)) return contraction(e);
     if (size_t e = upper_then_lower(i)) return contraction(e);
-    if (c.number(i)) {
-        size_t k = i;
-        while (c.number(k) && k - i < max_digits) ++k;
-        return k;
-    }
-    size_t k = (c.at(i) == ' ' && c.other(i + 1)) ? i + 1 : i;
-    if (c.other(k)) {
-        while (c.other(k)) ++k;
-        while (c.newline(k) || c.at(k) == '/') ++k;
-        return k;
-    }
+    if (c.number(i)) return match_numbers_up_to(c, i, max_digits);
+    if (size_t k = match_other_run(c, i, OtherTail::kNewlinesOrSlashes); k > i) return k;
     if (c.space(i)) return match_space_newlines(c, i);
     return i < c.end ? i + 1 : i;
 }
@@ -283,12 +288,7 @@ size_t match_exaone_moe(const Cursor &c, size_t i) {
         if (size_t k = words(i + 1); k > i + 1) return k;
     if (size_t k = words(i); k > i) return k;
     if (c.number(i)) return i + 1;
-    size_t k = (c.at(i) == ' ' && c.other(i + 1)) ? i + 1 : i;
-    if (c.other(k)) {
-        while (c.other(k)) ++k;
-        if (c.newline(k) || c.at(k) == '/') ++k;
-        return k;
-    }
+    if (size_t k = match_other_run(c, i, OtherTail::kOneNewlineOrSlash); k > i) return k;
     if (c.space(i)) return match_space_newlines(c, i);
     return i < c.end ? i + 1 : i;
 }
@@ -322,17 +322,8 @@ size_t match_kimi_k2(const Cursor &c, size_t i) {
         }
         return k;
     }
-    if (c.number(i)) {
-        size_t k = i;
-        while (c.number(k) && k - i < 3) ++k;
-        return k;
-    }
-    size_t k = (c.at(i) == ' ' && c.other(i + 1)) ? i + 1 : i;
-    if (c.other(k)) {
-        while (c.other(k)) ++k;
-        while (c.newline(k)) ++k;
-        return k;
-    }
+    if (c.number(i)) return match_numbers_up_to(c, i, 3);
+    if (size_t k = match_other_run(c, i, OtherTail::kNewlines); k > i) return k;
     if (c.space(i)) return match_space_newlines(c, i);
     return i + 1;
 }
@@ -427,11 +418,7 @@ size_t match_numbers(const Cursor &c, size_t i) {  // \p{N}+
     return k;
 }
 size_t match_number(const Cursor &c, size_t i) { return c.number(i) ? i + 1 : i; }  // \p{N}
-size_t match_numbers3(const Cursor &c, size_t i) {  // \p{N}{1,3}
-    size_t k = i;
-    while (c.number(k) && k - i < 3) ++k;
-    return k;
-}
+size_t match_numbers3(const Cursor &c, size_t i) { return match_numbers_up_to(c, i, 3); }  // \p{N}{1,3}
 size_t match_three_digits(const Cursor &c, size_t i) {  // [0-9][0-9][0-9]
     for (size_t k = i; k < i + 3; ++k)
         if (!(c.at(k) >= '0' && c.at(k) <= '9')) return i;

@@ -2,13 +2,15 @@
 // (prefill, evaluation), over the head-major F16 KV cache, causal, with the sliding window and
 // score soft-capping of AttentionParams.
 //
-// Block = 4 warps = 64 query rows of one head; warp w owns rows 16w..16w+15. The block walks the
-// rows' keys in chunks of 64: K and V rows land in shared memory (cp.async, two buffers: the next
-// chunk loads while this one is used), each warp computes its 16 x 64 scores with mma.sync (Q
-// fragments, in two f16 parts, held in registers), applies the mask and an online softmax on the
-// accumulator fragments, and multiplies the probabilities (re-packed as f16 A fragments, no trip
-// through shared memory) by V into f32 accumulators.
-// Each K/V row is read once per 64 query rows, where the one-row kernel read it once per row.
+// Block = 4 or 8 warps = 64 or 128 query rows of one head; warp w owns rows 16w..16w+15. The
+// block walks the rows' keys in chunks of 64: K and V rows land in shared memory (cp.async, two
+// buffers: the next chunk loads while this one is used), each warp computes its 16 x 64 scores
+// with mma.sync (Q fragments, in two f16 parts, held in registers), applies the mask and an online
+// softmax on the accumulator fragments, and multiplies the probabilities (re-packed as f16 A
+// fragments, no trip through shared memory) by V into f32 accumulators.
+// Each K/V row is read once per 64 (128) query rows, where the one-row kernel read it once per row;
+// 8 warps halve that traffic and the block's barriers per row, for long prompts whose grid still
+// fills the GPU (launch's rule). Chunks wholly inside a warp's visible keys skip the mask.
 //
 // Over the Q8_0 cache (attention_q8kv) the two buffers hold staged Q8_0 chunks, and each chunk is
 // dequantized into one f16 tile that the same mma loops read (cuda/kv_cache_q8.cuh).
@@ -22,7 +24,7 @@ namespace akunu::cuda {
 
 namespace {
 
-constexpr int kWarps = 4, kTileRows = 16 * kWarps, kChunkKeys = 64;
+constexpr int kChunkKeys = 64;
 
 // Halves per shared row: the 8 rows of an ldmatrix hit distinct banks.
 template <int HD>
@@ -41,14 +43,20 @@ constexpr size_t smem_bytes() {
            (kQ8 ? 2 * sizeof(Q8Chunk<HD, kChunkKeys>) : 0);
 }
 
-template <int HD, bool kQ8>
-__global__ void __launch_bounds__(kWarps * 32)
+// 8-warp blocks of head_dim <= 64 are held to two per SM's registers (the 4-warp ones fit three).
+template <int HD, int kWarps>
+constexpr int min_blocks_per_sm() {
+    return kWarps == 8 && HD <= 64 ? 2 : 1;
+}
+
+template <int HD, bool kQ8, int kWarps>
+__global__ void __launch_bounds__(kWarps * 32, min_blocks_per_sm<HD, kWarps>())
     attention_prefill_kernel(const float *__restrict__ q_all, const void *__restrict__ k_cache,
                              const void *__restrict__ v_cache, float *__restrict__ out,
                              const __grid_constant__ AttentionParams p, const __grid_constant__ PatchContext pc) {
     pdl_enter();
-    static_assert(HD % 16 == 0 && kTileRows == kChunkKeys, "the Q tile is staged in the key buffer");
-    constexpr int LD = row_halves<HD>(), kTiles = tiles<kQ8>();
+    constexpr int LD = row_halves<HD>(), kTiles = tiles<kQ8>(), kTileRows = 16 * kWarps;
+    static_assert(HD % 16 == 0 && kTileRows <= kTiles * kChunkKeys, "the Q tile is staged in the key buffers");
     extern __shared__ __align__(16) unsigned char smem_raw[];
     auto ks = reinterpret_cast<__half(*)[kChunkKeys][LD]>(smem_raw);  // [kTiles][kChunkKeys][LD]
     auto vs = ks + kTiles;
@@ -65,9 +73,11 @@ __global__ void __launch_bounds__(kWarps * 32)
         Vq(const_cast<void *>(v_cache), p.n_kv_heads, p.max_seq, HD);
     const auto row_of = [&](uint32_t pos) { return kv_cache_row(pos, p.max_seq); };
 
-    // The tile's q rows, scaled, as two f16 A fragments: q = hi + lo (staged through the last tile).
-    // One f16 alone would put its rounding (2^-11 relative) into every score before the softmax
-    // amplifies it; hi + lo carries q to ~2^-22 for a second mma per step.
+    // The tile's q rows, scaled, as two f16 A fragments: q = hi + lo (hi staged through the K tiles,
+    // lo through the V tiles, each read as [kTiles * kChunkKeys][LD]). One f16 alone would put its
+    // rounding (2^-11 relative) into every score before the softmax amplifies it; hi + lo carries q
+    // to ~2^-22 for a second mma per step.
+    __half(*q_hi)[LD] = ks[0], (*q_lo)[LD] = vs[0];
     for (uint32_t i = tid; i < kTileRows * HD / 2; i += kWarps * 32) {
         const uint32_t row = i / (HD / 2), c = 2 * (i % (HD / 2));
         float2 v = make_float2(0.f, 0.f);
@@ -76,15 +86,15 @@ __global__ void __launch_bounds__(kWarps * 32)
         const float x = v.x * p.scale, y = v.y * p.scale;
         const __half2 hi = __floats2half2_rn(x, y);
         const float2 back = __half22float2(hi);
-        *reinterpret_cast<__half2 *>(&ks[kTiles - 1][row][c]) = hi;
-        *reinterpret_cast<uint32_t *>(&vs[kTiles - 1][row][c]) = pack_half2(x - back.x, y - back.y);
+        *reinterpret_cast<__half2 *>(&q_hi[row][c]) = hi;
+        *reinterpret_cast<uint32_t *>(&q_lo[row][c]) = pack_half2(x - back.x, y - back.y);
     }
     __syncthreads();
     uint32_t qa[HD / 16][4], qa_lo[HD / 16][4];
 #pragma unroll
     for (int kk = 0; kk < HD / 16; ++kk) {
-        ldmatrix_x4(qa[kk], &ks[kTiles - 1][16 * warp + (lane & 15)][16 * kk + 8 * (lane >> 4)]);
-        ldmatrix_x4(qa_lo[kk], &vs[kTiles - 1][16 * warp + (lane & 15)][16 * kk + 8 * (lane >> 4)]);
+        ldmatrix_x4(qa[kk], &q_hi[16 * warp + (lane & 15)][16 * kk + 8 * (lane >> 4)]);
+        ldmatrix_x4(qa_lo[kk], &q_lo[16 * warp + (lane & 15)][16 * kk + 8 * (lane >> 4)]);
     }
     __syncthreads();  // the tile now takes keys
 
@@ -95,7 +105,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     const uint32_t k_begin = (p.window != 0 && first_pos + 1 > p.window) ? first_pos + 1 - p.window : 0;
     // This thread's two query rows (fragment rows g and g + 8) as positions.
     const uint32_t qpos[2] = {position + r0 + 16 * warp + g, position + r0 + 16 * warp + g + 8};
-    const uint32_t warp_last = position + r0 + 16 * warp + 15;
+    const uint32_t warp_first = position + r0 + 16 * warp, warp_last = warp_first + 15;
 
     float o[HD / 8][4];
 #pragma unroll
@@ -152,17 +162,27 @@ __global__ void __launch_bounds__(kWarps * 32)
                     mma_16816(s[2 * j], qa_lo[kk], b);
                     mma_16816(s[2 * j + 1], qa_lo[kk], b + 2);
                 }
-            // Soft-cap, mask, and the online softmax of each of the thread's two rows.
+            // Soft-cap, mask, and the online softmax of each of the thread's two rows. A chunk all of
+            // whose keys every row of the warp sees (behind the diagonal, inside the window) needs
+            // no mask.
+            if (p.softcap > 0.f) {  // Gemma 2
 #pragma unroll
-            for (int j = 0; j < kChunkKeys / 8; ++j)
+                for (int j = 0; j < kChunkKeys / 8; ++j)
 #pragma unroll
-                for (int c = 0; c < 4; ++c) {
-                    const uint32_t key = c0 + 8 * j + 2 * t + (c & 1), qp = qpos[c >> 1];
-                    float v = s[j][c];
-                    if (p.softcap > 0.f) v = p.softcap * tanhf(v / p.softcap);  // Gemma 2
-                    const bool visible = key <= qp && key < k_end && (p.window == 0 || key + p.window > qp);
-                    s[j][c] = visible ? v : -INFINITY;
-                }
+                    for (int c = 0; c < 4; ++c) s[j][c] = p.softcap * tanhf(s[j][c] / p.softcap);
+            }
+            const bool all_visible = c0 + kChunkKeys <= warp_first + 1 && c0 + kChunkKeys <= k_end &&
+                                     (p.window == 0 || c0 + p.window > warp_last);
+            if (!all_visible) {
+#pragma unroll
+                for (int j = 0; j < kChunkKeys / 8; ++j)
+#pragma unroll
+                    for (int c = 0; c < 4; ++c) {
+                        const uint32_t key = c0 + 8 * j + 2 * t + (c & 1), qp = qpos[c >> 1];
+                        const bool visible = key <= qp && key < k_end && (p.window == 0 || key + p.window > qp);
+                        if (!visible) s[j][c] = -INFINITY;
+                    }
+            }
             online_softmax_step(s, m, l, o);
             // O += P V: P's accumulator fragments are the A fragments of the next mma.
 #pragma unroll
@@ -199,16 +219,29 @@ __global__ void __launch_bounds__(kWarps * 32)
     }
 }
 
-template <int HD, bool kQ8>
+template <int HD, bool kQ8, int kWarps>
 void launch(const LaunchArgs &a, const AttentionParams &p) {
+    constexpr uint32_t kTileRows = 16 * kWarps;
     const dim3 grid((p.rows + kTileRows - 1) / kTileRows, p.n_heads);
-    const auto kernel = attention_prefill_kernel<HD, kQ8>;
+    const auto kernel = attention_prefill_kernel<HD, kQ8, kWarps>;
     const size_t smem = smem_bytes<HD, kQ8>();
     static const bool smem_ok = allow_dynamic_smem(kernel, smem);
     if (!smem_ok) throw AkunuError("internal: the prefill attention's shared memory does not fit this device");
     launch_pdl(kernel, grid, kWarps * 32, smem, a, reinterpret_cast<const float *>(a.buffers[0]),
                static_cast<const void *>(a.buffers[1]), static_cast<const void *>(a.buffers[2]),
                reinterpret_cast<float *>(a.buffers[3]), p, a.patch);
+}
+
+// Over the F16 cache, 8-warp blocks (128 rows) where their grid still gives every SM a block;
+// AKUNU_CUDA_PREFILL_ATTN_WARPS=4/8 chooses (Workspace::prefill_attention_warps).
+template <int HD>
+void launch_f16(const LaunchArgs &a, const AttentionParams &p) {
+    const uint32_t wanted = a.workspace->prefill_attention_warps;
+    const bool eight = wanted ? wanted == 8 : (p.rows + 127) / 128 * p.n_heads >= (uint32_t)a.workspace->sm_count;
+    if (eight)
+        launch<HD, false, 8>(a, p);
+    else
+        launch<HD, false, 4>(a, p);
 }
 
 }  // namespace
@@ -222,16 +255,16 @@ bool launch_attention_prefill(const LaunchArgs &a, KVCacheDType cache) {
     if (p.rows < 2 || !aligned) return false;
     if (cache == KVCacheDType::Q8_0) {
         switch (p.head_dim) {
-            case 64: launch<64, true>(a, p); return true;
-            case 128: launch<128, true>(a, p); return true;
+            case 64: launch<64, true, 4>(a, p); return true;
+            case 128: launch<128, true, 4>(a, p); return true;
             default: return false;
         }
     }
     switch (p.head_dim) {
-        case 16: launch<16, false>(a, p); return true;
-        case 32: launch<32, false>(a, p); return true;
-        case 64: launch<64, false>(a, p); return true;
-        case 128: launch<128, false>(a, p); return true;
+        case 16: launch_f16<16>(a, p); return true;
+        case 32: launch_f16<32>(a, p); return true;
+        case 64: launch_f16<64>(a, p); return true;
+        case 128: launch_f16<128>(a, p); return true;
         default: return false;
     }
 }

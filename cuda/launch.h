@@ -46,6 +46,7 @@ struct Workspace {
     bool clusters = false;          // thread-block clusters (Hopper, opt-in): decode attention merges in one
     uint32_t attention_min_keys = 0;  // decode attention's fewest keys per split; 0: its own rule
     uint32_t attention_warps = 0;     // warps per decode-attention block (4, 8, 16); 0: its own rule
+    uint32_t prefill_attention_warps = 0;  // warps per F16 prefill-attention block (4, 8); 0: its own rule
     // Replays starting at this position or later run decode attention on the tensor cores, one
     // block per KV head (cuda/attention_decode_gqa.cu); earlier ones the per-query-head kernel
     // built for short contexts. The captured graphs are keyed on the side of it (GraphCache).

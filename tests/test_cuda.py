@@ -361,11 +361,12 @@ def test_wrapped_ring_matches_cpu(name, kv_cache_dtype, attn_long, gguf_dir, mon
 import test_kv_cache_dtype as kvq  # noqa: E402
 
 
-def _rope_kv_write(backend, k_rows, v_rows, n_heads, n_kv_heads, head_dim, max_seq, position, rope_dim, neox):
+def _rope_kv_write(backend, k_rows, v_rows, n_heads, n_kv_heads, head_dim, max_seq, position, rope_dim, neox,
+                   kv_cache_dtype="q8_0"):
     rows = k_rows.shape[0] // n_kv_heads
     q = np.random.default_rng(7).standard_normal((rows, n_heads * head_dim)).astype(np.float32)
     qkv = np.ascontiguousarray(np.concatenate([q, k_rows.reshape(rows, -1), v_rows.reshape(rows, -1)], axis=1))
-    return akunu._testing.device_rope_kv_write(backend, "q8_0", qkv, n_heads, n_kv_heads, head_dim, rope_dim,
+    return akunu._testing.device_rope_kv_write(backend, kv_cache_dtype, qkv, n_heads, n_kv_heads, head_dim, rope_dim,
                                                max_seq, position, kvq.inv_freq(rope_dim), neox)
 
 
@@ -414,6 +415,30 @@ def test_q8_attention_matches_cpu(head_dim, n_heads, n_kv_heads, window, softcap
                                                      max_seq, position, scale, window, softcap) for b in ("cpu", "cuda"))
         err = np.abs(cuda - cpu).max()
         assert err < 4e-3 * max(1.0, np.abs(cpu).max()), f"position {position}, rows {rows}: max error {err:.3e}"
+
+
+@pytest.mark.parametrize("warps", ["4", "8"])
+@pytest.mark.parametrize("head_dim", [64, 128])
+@pytest.mark.parametrize("n_heads, n_kv_heads, window, softcap", [(8, 2, 0, 0.0), (10, 2, 0, 0.0), (8, 2, 300, 0.0),
+                                                                  (4, 2, 0, 30.0)])
+def test_f16_prefill_attention_tiles_match_cpu(warps, head_dim, n_heads, n_kv_heads, window, softcap, monkeypatch):
+    """The tensor-core prefill attention over the F16 cache in blocks of 4 warps (64 query rows) and
+    of 8 (128 rows), against the CPU on the same cache bytes: rows not a multiple of either tile,
+    prompts at depth (the chunks wholly visible to a warp skip the mask), a window, soft-capping."""
+    monkeypatch.setenv("AKUNU_CUDA_PREFILL_ATTN_WARPS", warps)
+    max_seq = 2600
+    rng = np.random.default_rng(head_dim + n_heads + window)
+    k_rows = (rng.standard_normal((max_seq * n_kv_heads, head_dim)) * 1.5).astype(np.float32)
+    v_rows = rng.standard_normal((max_seq * n_kv_heads, head_dim)).astype(np.float32)
+    _, k_raw, v_raw = _rope_kv_write("cpu", k_rows, v_rows, n_heads, n_kv_heads, head_dim, max_seq, 0, 0, True,
+                                     kv_cache_dtype="f16")
+    scale = 1.0 / np.sqrt(head_dim)
+    for position, rows in ((0, 300), (900, 130), (2000, 257), (2590, 10)):
+        q = rng.standard_normal((rows, (n_heads + 2 * n_kv_heads) * head_dim)).astype(np.float32)
+        cpu, cuda = (akunu._testing.device_attention(b, "f16", q, k_raw, v_raw, n_heads, n_kv_heads, head_dim,
+                                                     max_seq, position, scale, window, softcap) for b in ("cpu", "cuda"))
+        err = np.abs(cuda - cpu).max()
+        assert err < 2e-3 * max(1.0, np.abs(cpu).max()), f"position {position}, rows {rows}: max error {err:.3e}"
 
 
 Q8_KV_MODELS = ["f16_hd64", "q8_0_hd128", "f16_heads32", "q4_0_handoff"]
@@ -511,7 +536,6 @@ def test_gemm_large_shapes_match_float64(name, m, n_rows, k):
     # GPU at once, 132 SMs on an H100) or 8 warps (16400 rows), of 1 group (600 rows), 128- and 64-row
     # tensor-core tiles (enough tiles to fill the GPU or not), long K, and f32 activations read by
     # the tiles directly (600 x 14336 is more than the workspace's f16 copy holds; F16 / BF16 go to
-    # cuBLAS there in two runs of rows).
     _gemm_case(name, m, n_rows, k, "quantized", seed=n_rows + k)
 
 

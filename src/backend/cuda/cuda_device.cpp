@@ -128,7 +128,8 @@ CudaDevice::CudaDevice(int device_index) : device_(device_index) {
     // AKUNU_CUDA_SPLIT_K=0 the split K steps of tiled GEMMs over few rows;
     // AKUNU_CUDA_ATTN_CLUSTER=1 turns on the cluster merge of decode attention (Hopper; off by
     // default, see cluster_wanted in cuda/attention_decode.cu), AKUNU_CUDA_ATTN_MIN_KEYS=n sets
-    // its fewest keys per split and AKUNU_CUDA_ATTN_WARPS=4/8/16 its warps per block (A/B timing).
+    // its fewest keys per split and AKUNU_CUDA_ATTN_WARPS=4/8/16 its warps per block,
+    // AKUNU_CUDA_PREFILL_ATTN_WARPS=4/8 those of the F16 prefill attention (A/B timing).
     workspace_.pdl = prop.major >= 9 && !switched_off("AKUNU_CUDA_PDL");
     workspace_.prefetch_weights = !switched_off("AKUNU_CUDA_PREFETCH");
     workspace_.integer_gemv = !switched_off("AKUNU_CUDA_Q16");
@@ -139,6 +140,8 @@ CudaDevice::CudaDevice(int device_index) : device_(device_index) {
     workspace_.clusters = prop.major >= 9 && switched_on("AKUNU_CUDA_ATTN_CLUSTER");
     if (const char *v = std::getenv("AKUNU_CUDA_ATTN_MIN_KEYS")) workspace_.attention_min_keys = (uint32_t)std::atoi(v);
     if (const char *v = std::getenv("AKUNU_CUDA_ATTN_WARPS")) workspace_.attention_warps = (uint32_t)std::atoi(v);
+    if (const char *v = std::getenv("AKUNU_CUDA_PREFILL_ATTN_WARPS"))
+        workspace_.prefill_attention_warps = (uint32_t)std::atoi(v);
     // Decode attention on the tensor cores from this many cached keys (AKUNU_CUDA_ATTN_LONG=n;
     // 0: never): below it the per-query-head kernel's lower latency wins.
     workspace_.long_context_keys = kLongContextKeys;

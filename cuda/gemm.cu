@@ -153,6 +153,67 @@ bool launch_library_gemm(const LaunchArgs &a, const GemmLaunch &l) {
     return true;
 }
 
+// Rows of x from which a quantized prefill GEMM dequantizes its weights for cuBLAS: the f16 copy
+// costs ~4.6 bytes a weight of traffic, paid back by cuBLAS's wgmma kernels (~3x akunu's mma.sync
+// tiles on an H200) once each weight meets enough rows (docs/adr/0025 has the measurements).
+constexpr uint32_t kDequantLibraryMinRows = 256;
+
+// Rows row0 .. row0 + rows - 1 of a g8 matrix as dense f16 rows of K: one (row, 16-element half
+// of a 32-block) per thread step, through the format's own to_half (the tiles' weights, bit for bit).
+template <class F>
+__global__ void g8_to_half_rows_kernel(const uint8_t *__restrict__ w, uint32_t K, uint32_t row0, uint32_t rows,
+                                       __half *__restrict__ out) {
+    pdl_enter();
+    const uint32_t halves = K / 16;
+    const size_t group_bytes = F::Layout::group_bytes(K);
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (size_t)rows * halves;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const uint32_t r = row0 + (uint32_t)(i / halves), j = (uint32_t)(i % halves), kb = j / 2;
+        const int h = (int)(j & 1);
+        const auto raw = F::raw(w + (size_t)(r / kG8Rows) * group_bytes, K, kb, r % kG8Rows, h);
+        uint32_t o[8];
+        F::to_half(raw, h, o);
+        uint4 *dst = reinterpret_cast<uint4 *>(out + (size_t)(r - row0) * K + (size_t)kb * 32 + 16 * h);
+        dst[0] = make_uint4(o[0], o[1], o[2], o[3]);
+        dst[1] = make_uint4(o[4], o[5], o[6], o[7]);
+    }
+}
+
+// Quantized prefill over many rows through cuBLAS: x to f16 in the first half of the library's
+// scratch (as many rows as fit), each weight part dequantized to f16 in slices of rows into the
+// second half, one library GEMM per slice. False (the caller runs the tiles) below
+// kDequantLibraryMinRows, without cuBLAS or its scratch, or with AKUNU_CUDA_DEQUANT_CUBLAS=0.
+template <class F>
+bool launch_dequant_library_gemm(const LaunchArgs &a, const GemmLaunch &l) {
+    const GemmParams &p = params_of<GemmParams>(a);
+    const CublasGemm *lib = a.workspace->cublas;
+    if (p.M < kDequantLibraryMinRows || !a.workspace->dequant_library_gemm || !lib) return false;
+    auto *scratch = static_cast<__half *>(lib->scratch());
+    if (!scratch) return false;
+    const size_t half_room = CublasGemm::kScratchBytes / 2 / sizeof(__half);
+    const uint32_t x_rows = (uint32_t)std::min<size_t>(p.M, half_room / p.K);
+    const uint32_t slice_rows = (uint32_t)(half_room / p.K / 128 * 128);
+    if (x_rows == 0 || slice_rows == 0) return false;
+    __half *x16 = scratch, *w16 = scratch + half_room;
+    const unsigned max_blocks = 8u * (unsigned)a.workspace->sm_count;
+    for (uint32_t m0 = 0; m0 < p.M; m0 += x_rows) {
+        const uint32_t m = std::min(x_rows, p.M - m0);
+        launch_pdl(to_half_rows_kernel, std::min<unsigned>(ceil_div_u((size_t)m * p.K / 4, 256), max_blocks), 256, 0, a,
+                   l.x + (size_t)m0 * (p.x_row_bytes / 4), p.x_row_bytes / 4, x16, m, p.K);
+        check_launch("to_half_rows");
+        for (uint32_t i = 0; i < p.n_parts; ++i)
+            for (uint32_t n0 = 0; n0 < p.N[i]; n0 += slice_rows) {
+                const uint32_t n = std::min(slice_rows, p.N[i] - n0);
+                launch_pdl(g8_to_half_rows_kernel<F>, std::min<unsigned>(ceil_div_u((size_t)n * p.K / 16, 256), max_blocks),
+                           256, 0, a, static_cast<const uint8_t *>(l.w.part[i]), p.K, n0, n, w16);
+                check_launch("g8_to_half_rows");
+                lib->gemm(w16, p.K, x16, p.K, l.y + (size_t)m0 * p.y_stride + p.y_col[i] + n0, p.y_stride, m, n, p.K,
+                          p.accumulate);
+            }
+    }
+    return true;
+}
+
 template <class Fmt>
 void launch_gemm_rows(const LaunchArgs &a, const char *name) {
     const GemmLaunch l = prepare(a, name);
@@ -327,6 +388,10 @@ template <class F>
 void launch_gemm_g8(const LaunchArgs &a, const char *name) {
     const GemmLaunch l = prepare(a, name);
     const GemmParams &p = params_of<GemmParams>(a);
+    if (p.M > 1 && launch_dequant_library_gemm<F>(a, l)) {
+        check_launch(name);
+        return;
+    }
     if (p.M > 1)
         launch_tiles<G8TileLoader<F>>(a, l);
     else if (l.norm_w)

@@ -43,6 +43,7 @@ struct Workspace {
     bool sixteen_warp_gemv = true;  // small integer-GEMV grids get 16-warp blocks
     bool q16_grid_stride = true;    // integer GEMVs of many more items than fit at once walk them in one wave
     bool split_k = true;            // tiled GEMMs of too few tiles to fill the GPU split their K steps
+    bool dequant_library_gemm = true;  // quantized GEMMs of many rows: weights to f16, then cuBLAS
     bool clusters = false;          // thread-block clusters (Hopper, opt-in): decode attention merges in one
     uint32_t attention_min_keys = 0;  // decode attention's fewest keys per split; 0: its own rule
     uint32_t attention_warps = 0;     // warps per decode-attention block (4, 8, 16); 0: its own rule

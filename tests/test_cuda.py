@@ -531,11 +531,15 @@ def test_gemm_matches_float64(name, m, weights):
 @pytest.mark.parametrize("m, n_rows, k",
                          [(1, 4000, 4096), (1, 16400, 2048), (1, 600, 14336), (600, 4100, 512), (130, 300, 2048),
                           (600, 64, 14336)])
-def test_gemm_large_shapes_match_float64(name, m, n_rows, k):
+@pytest.mark.parametrize("dequant_library", ["1", "0"])
+def test_gemm_large_shapes_match_float64(name, m, n_rows, k, dequant_library, monkeypatch):
     # The launch variants: GEMV blocks of 2 g8 groups of 16 warps (4000 rows: a grid that fits the
     # GPU at once, 132 SMs on an H100) or 8 warps (16400 rows), of 1 group (600 rows), 128- and 64-row
     # tensor-core tiles (enough tiles to fill the GPU or not), long K, and f32 activations read by
     # the tiles directly (600 x 14336 is more than the workspace's f16 copy holds; F16 / BF16 go to
+    # cuBLAS there in two runs of rows). Quantized ones of 256 rows or more go to cuBLAS too, their
+    # weights dequantized (docs/adr/0025), unless AKUNU_CUDA_DEQUANT_CUBLAS=0 keeps them on the tiles.
+    monkeypatch.setenv("AKUNU_CUDA_DEQUANT_CUBLAS", dequant_library)
     _gemm_case(name, m, n_rows, k, "quantized", seed=n_rows + k)
 
 
@@ -551,6 +555,29 @@ def test_float_prefill_gemm_paths(name, cublas, monkeypatch):
     _gemm_case(name, 200, 300, 2048, "quantized", seed=3)
     ran = akunu._testing.cuda_cublas_gemms() - before
     assert ran == (1 if cublas else 0)
+
+
+# Quantized prefill GEMMs of 256 rows or more dequantize their g8 weights to f16, slice by slice,
+# for cuBLAS (docs/adr/0025); with AKUNU_CUDA_DEQUANT_CUBLAS=0 (or without the library) akunu's own
+# tiles run. Both against float64, on random blocks (every quant and sub-scale bit random).
+G8_DTYPES = [d for d in DTYPES if d not in FLOAT_DTYPES and d not in ("Q2_K", "Q3_K")]
+
+
+@pytest.mark.parametrize("name", G8_DTYPES)
+@pytest.mark.parametrize("library", [True, False])
+def test_quantized_prefill_gemm_paths(name, library, monkeypatch):
+    if not library:
+        monkeypatch.setenv("AKUNU_CUDA_DEQUANT_CUBLAS", "0")
+    before = akunu._testing.cuda_cublas_gemms()
+    _gemm_case(name, 300, 300, 2048, "random_blocks", seed=5)
+    assert akunu._testing.cuda_cublas_gemms() - before == (1 if library else 0)
+
+
+def test_quantized_prefill_gemm_slices():
+    # 2400 rows of 14336: the 64 MiB f16 slice holds 2304 of them, so two library GEMMs; 300 x rows.
+    before = akunu._testing.cuda_cublas_gemms()
+    _gemm_case("Q4_K", 300, 2400, 14336, "quantized", seed=9)
+    assert akunu._testing.cuda_cublas_gemms() - before == 2
 
 
 def test_bf16_beyond_f16_range_is_refused():

@@ -77,6 +77,24 @@ CublasGemm::~CublasGemm() {
         dlclose(api_->lib);
     }
     if (workspace_) cudaFree(workspace_);
+    if (scratch_) cudaFree(scratch_);
+}
+
+void *CublasGemm::scratch() const {
+    if (!ready()) return nullptr;
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(stream_, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone) {
+        cudaGetLastError();
+        return nullptr;
+    }
+    if (!scratch_tried_) {
+        scratch_tried_ = true;
+        if (cudaMalloc(&scratch_, kScratchBytes) != cudaSuccess) {
+            cudaGetLastError();
+            scratch_ = nullptr;
+        }
+    }
+    return scratch_;
 }
 
 bool CublasGemm::ready() const {

@@ -31,12 +31,21 @@ public:
     void gemm(const void *w, size_t w_ld, const void *x, size_t x_ld, float *y, size_t y_ld, uint32_t M, uint32_t N,
               uint32_t K, bool accumulate) const;
 
+    // Room for a quantized prefill GEMM's f16 copies (cuda/gemm.cu, launch_dequant_library_gemm):
+    // kScratchBytes of device memory, allocated on the first call. Null when cuBLAS is not ready,
+    // while the stream is being captured, or when the allocation fails (the caller then runs
+    // akunu's tiles).
+    static constexpr size_t kScratchBytes = 128u << 20;
+    void *scratch() const;
+
 private:
     struct Api;
     cudaStream_t stream_;
     mutable bool tried_ = false;
     mutable std::unique_ptr<Api> api_;  // resolved entry points and the handle; null until loaded
     mutable void *workspace_ = nullptr;
+    mutable void *scratch_ = nullptr;
+    mutable bool scratch_tried_ = false;
 };
 
 // GEMMs run through cuBLAS so far, all devices (a test's proof that the path is taken).

@@ -125,7 +125,8 @@ CudaDevice::CudaDevice(int device_index) : device_(device_index) {
     // AKUNU_CUDA_PREFETCH=0 turns off the float GEMVs' early weight prefetch, AKUNU_CUDA_Q16=0 the
     // integer GEMV, AKUNU_CUDA_PDL_LATE=0 its late release of the next kernel,
     // AKUNU_CUDA_GEMV16=0 its 16-warp blocks and AKUNU_CUDA_Q16_GRID=0 its one-wave grids,
-    // AKUNU_CUDA_SPLIT_K=0 the split K steps of tiled GEMMs over few rows;
+    // AKUNU_CUDA_SPLIT_K=0 the split K steps of tiled GEMMs over few rows,
+    // AKUNU_CUDA_DEQUANT_CUBLAS=0 the quantized prefill GEMMs through cuBLAS (docs/adr/0025);
     // AKUNU_CUDA_ATTN_CLUSTER=1 turns on the cluster merge of decode attention (Hopper; off by
     // default, see cluster_wanted in cuda/attention_decode.cu), AKUNU_CUDA_ATTN_MIN_KEYS=n sets
     // its fewest keys per split and AKUNU_CUDA_ATTN_WARPS=4/8/16 its warps per block,
@@ -137,6 +138,7 @@ CudaDevice::CudaDevice(int device_index) : device_(device_index) {
     workspace_.sixteen_warp_gemv = !switched_off("AKUNU_CUDA_GEMV16");
     workspace_.q16_grid_stride = !switched_off("AKUNU_CUDA_Q16_GRID");
     workspace_.split_k = !switched_off("AKUNU_CUDA_SPLIT_K");
+    workspace_.dequant_library_gemm = !switched_off("AKUNU_CUDA_DEQUANT_CUBLAS");
     workspace_.clusters = prop.major >= 9 && switched_on("AKUNU_CUDA_ATTN_CLUSTER");
     if (const char *v = std::getenv("AKUNU_CUDA_ATTN_MIN_KEYS")) workspace_.attention_min_keys = (uint32_t)std::atoi(v);
     if (const char *v = std::getenv("AKUNU_CUDA_ATTN_WARPS")) workspace_.attention_warps = (uint32_t)std::atoi(v);

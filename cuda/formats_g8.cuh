@@ -50,23 +50,19 @@ __device__ __forceinline__ float dot_int8x16(uint4 q, const float *x) {
     return s;
 }
 
-// IQ4's table (kIQ4Values) looked up for the eight nibbles of a quant word q (byte j: one element
-// in its low nibble, the element 16 later in its high): lo = the signed values of the low nibbles
-// of bytes 0..3, hi = of the high ones. __byte_perm picks a byte of its 8-byte pair by a selector
-// nibble's low three bits, so every nibble is looked up in both table halves, and its bit 3 then
-// picks the half: 13 instructions for eight values (two byte permutes and five masks per four
-// before; the 8B shape's IQ4_XS decode was bound by them).
+// IQ4's table (kIQ4Values) looked up for the eight nibbles of a quant word q in the g8 IQ4 order
+// (src/backend/cuda/g8_layout.cpp: nibbles 0..3 are elements 4w .. 4w + 3 of the block, nibbles
+// 4..7 the elements 16 later): lo = the signed values of nibbles 0..3, hi = of nibbles 4..7, a
+// byte each. __byte_perm picks a byte of its 8-byte pair by a selector nibble's low three bits, so
+// every nibble is looked up in both table halves, and its bit 3 then picks the half: 11
+// instructions for eight values (13 when the nibbles kept Q4_0's order, which needed two more
+// permutes to gather each word's elements; the 8B shape's IQ4_XS decode is bound by them).
 __device__ __forceinline__ void iq4_values8(uint32_t q, uint32_t &lo, uint32_t &hi) {
     constexpr uint32_t kT0 = 0xBFAD9881u, kT1 = 0xF6EADDCFu, kT2 = 0x26190D01u, kT3 = 0x71594535u;  // little-endian
     const uint32_t half = 0x32103210u | ((q & 0x88888888u) >> 1);  // byte k of the low (k) or high (4 + k) lookup
-    uint32_t v[2];
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-        const uint32_t s = q >> (16 * i);  // nibbles 4i..4i+3: bytes 2i (low, high) and 2i + 1
-        v[i] = __byte_perm(__byte_perm(kT0, kT1, s), __byte_perm(kT2, kT3, s), half >> (16 * i));
-    }
-    lo = __byte_perm(v[0], v[1], 0x6420);
-    hi = __byte_perm(v[0], v[1], 0x7531);
+    const uint32_t s = q >> 16;
+    lo = __byte_perm(__byte_perm(kT0, kT1, q), __byte_perm(kT2, kT3, q), half);
+    hi = __byte_perm(__byte_perm(kT0, kT1, s), __byte_perm(kT2, kT3, s), half >> 16);
 }
 
 // The integer GEMV (cuda/gemv_q16.cuh) takes x as int16 pairs: xw[j] holds elements 2j (low half)

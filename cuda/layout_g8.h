@@ -5,7 +5,7 @@
 // reads them two bytes at a time. g8 regroups each 8 consecutive rows (a "group", zero-padded
 // at the end of the matrix) into two regions:
 //   scales  [K/32][8] x kScaleBytes   (d, and m for Q4_1, of block kb of row r at kb * 8 + r)
-//   quants  [K/32][8] x kQuantBytes   (the block's qs bytes unchanged, at the same index)
+//   quants  [K/32][8] x kQuantBytes   (the block's qs bytes, unchanged but for IQ4's nibble order, at the same index)
 // For these four a group is exactly 8 file rows long (8 x (scale + quant) bytes per block), so
 // group g starts where row 8g starts in the file; the table builder's row geometry stays the
 // file's either way (kernels find groups by group_bytes). Both
@@ -76,8 +76,10 @@ using G8Q8_0 = G8Layout<2, 32>;  // d (f16), 32 int8
 using G8Q4_K = G8Layout<2, 16, 0, 4>;
 using G8Q5_K = G8Layout<2, 16, 4, 4>;
 using G8Q6_K = G8Layout<2, 16, 8, 4>;
-using G8IQ4_XS = G8Layout<4, 16>;  // f32 d·(ls - 32); 16 bytes of nibbles (indices into kIQ4Values)
-using G8IQ4_NL = G8Layout<2, 16>;  // d (f16), 16 bytes of nibbles: the file's block, as Q4_0's
+// IQ4 nibbles (indices into kIQ4Values) in their own order: word w of the 16 bytes holds elements
+// 4w .. 4w + 3 in nibbles 0..3 and 16 + 4w .. 16 + 4w + 3 in nibbles 4..7.
+using G8IQ4_XS = G8Layout<4, 16>;  // f32 d·(ls - 32); 16 bytes of nibbles
+using G8IQ4_NL = G8Layout<2, 16>;  // d (f16), 16 bytes of nibbles
 // Q5_0 / Q5_1: a 5-bit quant a byte (the 32-bit qh spread out), factors as stored. Q5_0 then is
 // Q8_0 exactly (int8 q - 16, f16 d: G8Q8_0); Q5_1 unsigned bytes with Q4_1's factors.
 using G8Q5_1 = G8Layout<4, 32>;  // d, m (f16), 32 bytes of 5-bit quants

@@ -56,7 +56,8 @@ using akunu::cpu::fp16_to_f32;
 // The superblock formats: block j of a superblock becomes a g8 block (layout_g8.h) of its
 // sub-scale bytes and low nibbles (Q4_0's order: byte i holds elements i and 16 + i), the bits
 // above them (Q5_K, Q6_K) and the superblock's f16 factors, each copied as stored, so the kernels
-// reproduce gguf-py's values bit for bit. IQ4_XS's block takes its f32 factor d (ls - 32).
+// reproduce gguf-py's values bit for bit. IQ4_XS's block takes its f32 factor d (ls - 32), and
+// its nibbles (as IQ4_NL's) are reordered for the table lookup (iq4_nibbles_g8_order).
 
 // Element l (0..31) of Q4_K / Q5_K block j: nibble j % 2 of qs[32 (j / 2) + l].
 template <class Super> uint8_t kquant_nibble(const Super &b, int j, int l) {
@@ -124,17 +125,42 @@ struct Q6KBlocks {
         std::memcpy(out.super, &b.d, 2);  // the other two bytes stay zero
     }
 };
+// IQ4 nibbles (16 bytes in Q4_0's order: byte i holds elements i and 16 + i) in the g8 IQ4 order:
+// word w holds elements 4w .. 4w + 3 in its nibbles 0..3 and 16 + 4w .. 16 + 4w + 3 in nibbles 4..7,
+// so the table lookup of a word's low half is already the four values dp2a takes next to each
+// other (cuda/formats_g8.cuh, iq4_values8).
+void iq4_nibbles_g8_order(const uint8_t *qs, uint8_t *out) {
+    const auto element = [&](int e) { return e < 16 ? qs[e] & 15 : qs[e - 16] >> 4; };
+    for (int w = 0; w < 4; ++w)
+        for (int half = 0; half < 2; ++half)
+            for (int b = 0; b < 2; ++b) {
+                const int e = 16 * half + 4 * w + 2 * b;
+                out[4 * w + 2 * half + b] = (uint8_t)(element(e) | element(e + 1) << 4);
+            }
+}
+
 struct IQ4XSBlocks {
     using Super = BlockIQ4_XS;
     using Layout = G8IQ4_XS;
-    // Block j: factor d (ls_j - 32) (an f32 product, as gguf-py's), its 16 nibble bytes as stored (Q4_0's order).
+    // Block j: factor d (ls_j - 32) (an f32 product, as gguf-py's), its nibbles in the g8 IQ4 order.
     static void block(const BlockIQ4_XS &b, int j, const BlockOut &out) {
         const int ls = ((b.scales_l[j / 2] >> (4 * (j % 2))) & 15) | ((b.scales_h >> (2 * j)) & 3) << 4;
         const float factor = fp16_to_f32(b.d) * (float)(ls - 32);
         std::memcpy(out.scales, &factor, 4);
-        std::memcpy(out.quants, b.qs + 16 * j, 16);
+        iq4_nibbles_g8_order(b.qs + 16 * j, out.quants);
     }
 };
+
+// IQ4_NL: the block's f16 d as stored, its nibbles in the g8 IQ4 order.
+void repack_iq4_nl(const uint8_t *src, uint8_t *dst, size_t rows, size_t cols) {
+    static_assert(sizeof(BlockIQ4_NL) == G8IQ4_NL::kScaleBytes + G8IQ4_NL::kQuantBytes, "block = scales + quants");
+    repack_groups<G8IQ4_NL>(src, dst, rows, cols, cols / 32 * sizeof(BlockIQ4_NL),
+                            [](const uint8_t *row, uint32_t kb, const BlockOut &out) {
+                                const uint8_t *blk = row + (size_t)kb * sizeof(BlockIQ4_NL);
+                                std::memcpy(out.scales, blk, G8IQ4_NL::kScaleBytes);
+                                iq4_nibbles_g8_order(blk + G8IQ4_NL::kScaleBytes, out.quants);
+                            });
+}
 
 // Q5_0 / Q5_1: the 5th bits spread into one byte a quant (Q5_0: int8 q - 16, so Q8_0's block;
 // Q5_1: unsigned), the f16 factors as stored.
@@ -203,7 +229,7 @@ void g8_repack(DType t, const void *src, void *dst, size_t rows, size_t cols) {
         case DType::Q6_K: return repack_superblocks<Q6KBlocks>(s, d, rows, cols);
         case DType::Q5_K: return repack_superblocks<Q5KBlocks>(s, d, rows, cols);
         case DType::IQ4_XS: return repack_superblocks<IQ4XSBlocks>(s, d, rows, cols);
-        case DType::IQ4_NL: return repack_blocks<BlockIQ4_NL, G8IQ4_NL>(s, d, rows, cols);
+        case DType::IQ4_NL: return repack_iq4_nl(s, d, rows, cols);
         case DType::Q5_0: return repack_q5<BlockQ5_0, G8Q8_0, 16>(s, d, rows, cols);
         case DType::Q5_1: return repack_q5<BlockQ5_1, G8Q5_1, 0>(s, d, rows, cols);
         default: throw AkunuError("internal: no g8 layout for this dtype");

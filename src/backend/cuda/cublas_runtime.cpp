@@ -81,12 +81,13 @@ CublasGemm::~CublasGemm() {
 }
 
 void *CublasGemm::scratch() const {
-    if (!ready()) return nullptr;
+    // Checked first: loading the library or allocating would break a capture in progress.
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(stream_, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone) {
         cudaGetLastError();
         return nullptr;
     }
+    if (!ready()) return nullptr;
     if (!scratch_tried_) {
         scratch_tried_ = true;
         if (cudaMalloc(&scratch_, kScratchBytes) != cudaSuccess) {

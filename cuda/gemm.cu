@@ -52,6 +52,14 @@ GemmLaunch prepare(const LaunchArgs &a, const char *name) {
     return l;
 }
 
+// x rows m0 .. m0 + m - 1 as dense f16 rows of K at x16 (the tiles' and cuBLAS's activations).
+void launch_x_to_half(const LaunchArgs &a, const GemmLaunch &l, uint32_t m0, uint32_t m, __half *x16) {
+    const GemmParams &p = params_of<GemmParams>(a);
+    const unsigned blocks = std::min<unsigned>(ceil_div_u((size_t)m * p.K / 4, 256), 8u * (unsigned)a.workspace->sm_count);
+    launch_pdl(to_half_rows_kernel, blocks, 256, 0, a, l.x + (size_t)m0 * (p.x_row_bytes / 4), p.x_row_bytes / 4, x16, m,
+               p.K);
+}
+
 // How many blocks share each tile's K steps: 1 when the tiles fill at least half the GPU's block
 // slots (two per SM); else enough splits to fill them, each of at least 4 K steps, as long as the
 // partial tiles ([splits][M][rows]) fit the workspace's `free_floats` (docs/adr/0024).
@@ -78,8 +86,7 @@ void launch_tile_kernel(const LaunchArgs &a, const GemmLaunch &l) {
     const dim3 grid(l.n_tiles, m_tiles, splits);
     if (x_half) {
         __half *x16 = reinterpret_cast<__half *>(a.workspace->data);
-        const unsigned blocks = std::min<unsigned>(ceil_div_u(halves / 4, 256), 8u * (unsigned)a.workspace->sm_count);
-        launch_pdl(to_half_rows_kernel, blocks, 256, 0, a, l.x, p.x_row_bytes / 4, x16, p.M, p.K);
+        launch_x_to_half(a, l, 0, p.M, x16);
         launch_pdl(gemm_mma_kernel<Loader, BM, true>, grid, kTileThreads, 0, a, static_cast<const void *>(x16), l.y,
                    l.w, p, partial);
     } else {
@@ -142,9 +149,7 @@ bool launch_library_gemm(const LaunchArgs &a, const GemmLaunch &l) {
     __half *x16 = reinterpret_cast<__half *>(a.workspace->data);
     for (uint32_t m0 = 0; m0 < p.M; m0 += rows) {
         const uint32_t m = std::min(rows, p.M - m0);
-        const unsigned blocks = std::min<unsigned>(ceil_div_u((size_t)m * p.K / 4, 256), 8u * (unsigned)a.workspace->sm_count);
-        launch_pdl(to_half_rows_kernel, blocks, 256, 0, a, l.x + (size_t)m0 * (p.x_row_bytes / 4), p.x_row_bytes / 4, x16,
-                   m, p.K);
+        launch_x_to_half(a, l, m0, m, x16);
         check_launch("to_half_rows");
         for (uint32_t i = 0; i < p.n_parts; ++i)
             lib->gemm(l.w.part[i], p.w_row_bytes[i] / 2, x16, p.K, l.y + (size_t)m0 * p.y_stride + p.y_col[i], p.y_stride,
@@ -198,8 +203,7 @@ bool launch_dequant_library_gemm(const LaunchArgs &a, const GemmLaunch &l) {
     const unsigned max_blocks = 8u * (unsigned)a.workspace->sm_count;
     for (uint32_t m0 = 0; m0 < p.M; m0 += x_rows) {
         const uint32_t m = std::min(x_rows, p.M - m0);
-        launch_pdl(to_half_rows_kernel, std::min<unsigned>(ceil_div_u((size_t)m * p.K / 4, 256), max_blocks), 256, 0, a,
-                   l.x + (size_t)m0 * (p.x_row_bytes / 4), p.x_row_bytes / 4, x16, m, p.K);
+        launch_x_to_half(a, l, m0, m, x16);
         check_launch("to_half_rows");
         for (uint32_t i = 0; i < p.n_parts; ++i)
             for (uint32_t n0 = 0; n0 < p.N[i]; n0 += slice_rows) {

@@ -551,10 +551,14 @@ def test_gemm_large_shapes_match_float64(name, m, n_rows, k, dequant_library, mo
 def test_float_prefill_gemm_paths(name, cublas, monkeypatch):
     if not cublas:
         monkeypatch.setenv("AKUNU_CUDA_CUBLAS", "0")
+    _assert_library_gemms(1 if cublas else 0, name, 200, 300, 2048, "quantized", seed=3)
+
+
+def _assert_library_gemms(expected, *gemm_case, **kwargs):
+    """_gemm_case(*gemm_case, **kwargs), which must run `expected` cuBLAS GEMMs."""
     before = akunu._testing.cuda_cublas_gemms()
-    _gemm_case(name, 200, 300, 2048, "quantized", seed=3)
-    ran = akunu._testing.cuda_cublas_gemms() - before
-    assert ran == (1 if cublas else 0)
+    _gemm_case(*gemm_case, **kwargs)
+    assert akunu._testing.cuda_cublas_gemms() - before == expected
 
 
 # Quantized prefill GEMMs of 256 rows or more dequantize their g8 weights to f16, slice by slice,
@@ -568,16 +572,12 @@ G8_DTYPES = [d for d in DTYPES if d not in FLOAT_DTYPES and d not in ("Q2_K", "Q
 def test_quantized_prefill_gemm_paths(name, library, monkeypatch):
     if not library:
         monkeypatch.setenv("AKUNU_CUDA_DEQUANT_CUBLAS", "0")
-    before = akunu._testing.cuda_cublas_gemms()
-    _gemm_case(name, 300, 300, 2048, "random_blocks", seed=5)
-    assert akunu._testing.cuda_cublas_gemms() - before == (1 if library else 0)
+    _assert_library_gemms(1 if library else 0, name, 300, 300, 2048, "random_blocks", seed=5)
 
 
 def test_quantized_prefill_gemm_slices():
     # 2400 rows of 14336: the 64 MiB f16 slice holds 2304 of them, so two library GEMMs; 300 x rows.
-    before = akunu._testing.cuda_cublas_gemms()
-    _gemm_case("Q4_K", 300, 2400, 14336, "quantized", seed=9)
-    assert akunu._testing.cuda_cublas_gemms() - before == 2
+    _assert_library_gemms(2, "Q4_K", 300, 2400, 14336, "quantized", seed=9)
 
 
 def test_bf16_beyond_f16_range_is_refused():

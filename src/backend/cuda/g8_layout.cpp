@@ -37,16 +37,23 @@ void repack_groups(const uint8_t *src, uint8_t *dst, size_t rows, size_t cols, s
     }
 }
 
+// The quant bytes of a g8 block as stored in the file.
+template <class Layout>
+void copy_quants(const uint8_t *qs, uint8_t *out) {
+    std::memcpy(out, qs, Layout::kQuantBytes);
+}
+
 // Block -> (scale bytes, quant bytes) of the g8 layout. The scale bytes are the block's leading
-// f16 fields (d, or d and m), the quant bytes its qs: both copied unchanged.
-template <class Block, class Layout>
+// f16 fields (d, or d and m), copied unchanged; the quant bytes its qs, through `quants` (unchanged
+// but for IQ4_NL's nibble order).
+template <class Block, class Layout, void (*quants)(const uint8_t *, uint8_t *) = copy_quants<Layout>>
 void repack_blocks(const uint8_t *src, uint8_t *dst, size_t rows, size_t cols) {
     static_assert(sizeof(Block) == Layout::kScaleBytes + Layout::kQuantBytes, "block = scales + quants");
     repack_groups<Layout>(src, dst, rows, cols, cols / 32 * sizeof(Block),
                           [](const uint8_t *row, uint32_t kb, const BlockOut &out) {
                               const uint8_t *blk = row + (size_t)kb * sizeof(Block);
                               std::memcpy(out.scales, blk, Layout::kScaleBytes);
-                              std::memcpy(out.quants, blk + Layout::kScaleBytes, Layout::kQuantBytes);
+                              quants(blk + Layout::kScaleBytes, out.quants);
                           });
 }
 
@@ -151,16 +158,6 @@ struct IQ4XSBlocks {
     }
 };
 
-// IQ4_NL: the block's f16 d as stored, its nibbles in the g8 IQ4 order.
-void repack_iq4_nl(const uint8_t *src, uint8_t *dst, size_t rows, size_t cols) {
-    static_assert(sizeof(BlockIQ4_NL) == G8IQ4_NL::kScaleBytes + G8IQ4_NL::kQuantBytes, "block = scales + quants");
-    repack_groups<G8IQ4_NL>(src, dst, rows, cols, cols / 32 * sizeof(BlockIQ4_NL),
-                            [](const uint8_t *row, uint32_t kb, const BlockOut &out) {
-                                const uint8_t *blk = row + (size_t)kb * sizeof(BlockIQ4_NL);
-                                std::memcpy(out.scales, blk, G8IQ4_NL::kScaleBytes);
-                                iq4_nibbles_g8_order(blk + G8IQ4_NL::kScaleBytes, out.quants);
-                            });
-}
 
 // Q5_0 / Q5_1: the 5th bits spread into one byte a quant (Q5_0: int8 q - 16, so Q8_0's block;
 // Q5_1: unsigned), the f16 factors as stored.
@@ -229,7 +226,7 @@ void g8_repack(DType t, const void *src, void *dst, size_t rows, size_t cols) {
         case DType::Q6_K: return repack_superblocks<Q6KBlocks>(s, d, rows, cols);
         case DType::Q5_K: return repack_superblocks<Q5KBlocks>(s, d, rows, cols);
         case DType::IQ4_XS: return repack_superblocks<IQ4XSBlocks>(s, d, rows, cols);
-        case DType::IQ4_NL: return repack_iq4_nl(s, d, rows, cols);
+        case DType::IQ4_NL: return repack_blocks<BlockIQ4_NL, G8IQ4_NL, iq4_nibbles_g8_order>(s, d, rows, cols);
         case DType::Q5_0: return repack_q5<BlockQ5_0, G8Q8_0, 16>(s, d, rows, cols);
         case DType::Q5_1: return repack_q5<BlockQ5_1, G8Q5_1, 0>(s, d, rows, cols);
         default: throw AkunuError("internal: no g8 layout for this dtype");

@@ -74,16 +74,31 @@ __device__ __forceinline__ int dp2a_word(const int *xw, int i, uint32_t bytes, i
     return __dp2a_hi(xw[2 * i + 1], (int)bytes, acc);
 }
 
+// Sum of dp2a_word over n words (word j: elements 4j..4j+3 of xw's pairs) in two independent
+// accumulators: a dp2a waits for the sum before it, and one chain through a block's 16 dp2a kept
+// the 8B shape's Q4_0 decode 4 % slower (four chains: no faster; benchmarks/HISTORY.md, 2026-11-27).
+template <int n>
+__device__ __forceinline__ int dp2a_words(const int *xw, const uint32_t (&bytes)[n]) {
+    constexpr int kChains = n < 2 ? n : 2;
+    int acc[kChains] = {};
+#pragma unroll
+    for (int j = 0; j < n; ++j) acc[j % kChains] = dp2a_word(xw, j, bytes[j], acc[j % kChains]);
+    int s = acc[0];
+#pragma unroll
+    for (int c = 1; c < kChains; ++c) s += acc[c];
+    return s;
+}
+
 // Sum of nibbles x q16 over a 4-bit block (unsigned nibbles 0..15; the format removes its offset).
 __device__ __forceinline__ int dp2a_nibbles(uint4 q, const int *xw) {
     const uint32_t w[4] = {q.x, q.y, q.z, q.w};
-    int s = 0;
+    uint32_t bytes[8];
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-        s = dp2a_word(xw, i, nibble_bytes(w[i], 0), s);      // elements 4i..4i+3
-        s = dp2a_word(xw, 4 + i, nibble_bytes(w[i], 1), s);  // elements 16+4i..16+4i+3
+        bytes[i] = nibble_bytes(w[i], 0);      // elements 4i..4i+3
+        bytes[4 + i] = nibble_bytes(w[i], 1);  // elements 16+4i..16+4i+3
     }
-    return s;
+    return dp2a_words(xw, bytes);
 }
 
 // Four bytes n (0..255) -> the four halves (n + 1024 - sub) * d + m as two half2 words: a byte
@@ -262,10 +277,7 @@ struct G8FmtQ8_0 {
     }
     __device__ static float block_dot_q16(const G8Block<2> &b, const int *xw, float x_scale, int) {
         const uint32_t w[8] = {b.q[0].x, b.q[0].y, b.q[0].z, b.q[0].w, b.q[1].x, b.q[1].y, b.q[1].z, b.q[1].w};
-        int s = 0;
-#pragma unroll
-        for (int i = 0; i < 8; ++i) s = dp2a_word(xw, i, w[i], s);  // signed bytes: elements 4i..4i+3
-        return (float)s * (half_lo(b.scales) * x_scale);
+        return (float)dp2a_words(xw, w) * (half_lo(b.scales) * x_scale);  // signed bytes: elements 4i..4i+3
     }
     __device__ static G8Raw raw(const uint8_t *grp, uint32_t K, uint32_t kb, uint32_t r, int h) {
         return {__ldg(reinterpret_cast<const uint4 *>(grp + Layout::quant_offset(K, kb, r)) + h),
@@ -370,12 +382,13 @@ struct G8FmtQ5_K {
     }
     __device__ static float block_dot_q16(const G8SuperBlock<1> &b, const int *xw, float x_scale, int xq_sum) {
         const uint32_t w[4] = {b.q[0].x, b.q[0].y, b.q[0].z, b.q[0].w};
-        int s = 0;
+        uint32_t bytes[8];
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-            s = dp2a_word(xw, i, q5_bytes(w[i], b.high, i, 0), s);      // elements 4i..4i+3
-            s = dp2a_word(xw, 4 + i, q5_bytes(w[i], b.high, i, 1), s);  // 16+4i..16+4i+3
+            bytes[i] = q5_bytes(w[i], b.high, i, 0);      // elements 4i..4i+3
+            bytes[4 + i] = q5_bytes(w[i], b.high, i, 1);  // 16+4i..16+4i+3
         }
+        const int s = dp2a_words(xw, bytes);
         const float2 f = scale_min_factors(b.scales, b.super);
         return fmaf((float)s, f.x, f.y * (float)xq_sum) * x_scale;
     }
@@ -439,12 +452,13 @@ struct G8FmtQ6_K {
     }
     __device__ static float block_dot_q16(const G8SuperBlock<2> &b, const int *xw, float x_scale, int) {
         const uint32_t w[4] = {b.q[0].x, b.q[0].y, b.q[0].z, b.q[0].w};
-        int s0 = 0, s1 = 0;  // 4 x the sums
+        uint32_t lo[4], hi[4];
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-            s0 = dp2a_word(xw, i, q6_times4(w[i], b.high.x, i, 0), s0);      // elements 4i..4i+3
-            s1 = dp2a_word(xw, 4 + i, q6_times4(w[i], b.high.y, i, 1), s1);  // 16+4i..16+4i+3
+            lo[i] = q6_times4(w[i], b.high.x, i, 0);  // elements 4i..4i+3
+            hi[i] = q6_times4(w[i], b.high.y, i, 1);  // 16+4i..16+4i+3
         }
+        const int s0 = dp2a_words(xw, lo), s1 = dp2a_words(xw + 8, hi);  // 4 x the sums
         return fmaf((float)s0, q6_factor(b.scales, b.super, 0), (float)s1 * q6_factor(b.scales, b.super, 1)) *
                (0.25f * x_scale);
     }
@@ -492,9 +506,7 @@ struct G8FmtQ5_1 {
     }
     __device__ static float block_dot_q16(const G8Block<2> &b, const int *xw, float x_scale, int xq_sum) {
         const uint32_t w[8] = {b.q[0].x, b.q[0].y, b.q[0].z, b.q[0].w, b.q[1].x, b.q[1].y, b.q[1].z, b.q[1].w};
-        int s = 0;
-#pragma unroll
-        for (int i = 0; i < 8; ++i) s = dp2a_word(xw, i, w[i], s);  // bytes 0..31: signed and unsigned alike
+        const int s = dp2a_words(xw, w);  // bytes 0..31: signed and unsigned alike
         const float2 f = factors(b.scales);
         return fmaf((float)s, f.x, f.y * (float)xq_sum) * x_scale;
     }
@@ -557,15 +569,10 @@ struct G8FmtIQ4 {
     }
     __device__ static float block_dot_q16(const G8Block<1> &b, const int *xw, float x_scale, int) {
         const uint32_t w[4] = {b.q[0].x, b.q[0].y, b.q[0].z, b.q[0].w};
-        int s = 0;
+        uint32_t bytes[8];
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            uint32_t lo, hi;
-            iq4_values8(w[i], lo, hi);
-            s = dp2a_word(xw, i, lo, s);      // elements 4i..4i+3
-            s = dp2a_word(xw, 4 + i, hi, s);  // 16+4i..16+4i+3
-        }
-        return (float)s * (factor(b.scales) * x_scale);
+        for (int i = 0; i < 4; ++i) iq4_values8(w[i], bytes[i], bytes[4 + i]);  // elements 4i.., 16+4i..
+        return (float)dp2a_words(xw, bytes) * (factor(b.scales) * x_scale);
     }
     __device__ static Raw raw(const uint8_t *grp, uint32_t K, uint32_t kb, uint32_t r, int) {
         const uint32_t scales = L::kScaleBytes == 4

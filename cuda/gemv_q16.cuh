@@ -94,8 +94,13 @@ __device__ __forceinline__ float quantize_warp_x(const float *__restrict__ x, co
 // of 4: the items of block b are b * per_block ..; 0: items b, b + gridDim.x, ...).
 // w and p are __grid_constant__ (common.cuh says why); here it also keeps the compiler from
 // copying p to local memory, which it does for a plain p once cp.async's asm is in the kernel.
+// Registers: the kernels of 1 and 2 groups are held to 64 a thread (32 warps an SM: two 16-warp or
+// four 8-warp blocks). Left free, ptxas gave the 2-group kernels of the wider formats 70-80, and
+// an SM then held one 16-warp block or three 8-warp ones: 8B-shape decode 22 % slower on Q4_K,
+// 12 % on Q6_K, 6 % on Q8_0 (small spills in a few Q5_K kernels; benchmarks/HISTORY.md,
+// 2026-11-27). The 4-group producers (cuda/q16_activation.cuh) need ~90-128 and stay free.
 template <class F, int kGroups, int kWarps, bool kNorm, bool kGridStride>
-__global__ void __launch_bounds__(kWarps * 32)
+__global__ void __launch_bounds__(kWarps * 32, kGroups <= 2 ? 32 / kWarps : 1)
     gemv_g8_q16_kernel(const float *__restrict__ x, float *__restrict__ y, const __grid_constant__ WeightPtrs w,
                        const __grid_constant__ GemmParams p,
                        uint32_t total_groups, uint32_t n_items, const float *__restrict__ norm_w, bool late_release,

@@ -52,12 +52,16 @@ GemmLaunch prepare(const LaunchArgs &a, const char *name) {
     return l;
 }
 
+// Blocks of 256 threads for a grid-stride kernel over `items` (one a thread): at most 8 an SM.
+unsigned grid_stride_blocks(const LaunchArgs &a, size_t items) {
+    return std::min<unsigned>(ceil_div_u(items, 256), 8u * (unsigned)a.workspace->sm_count);
+}
+
 // x rows m0 .. m0 + m - 1 as dense f16 rows of K at x16 (the tiles' and cuBLAS's activations).
 void launch_x_to_half(const LaunchArgs &a, const GemmLaunch &l, uint32_t m0, uint32_t m, __half *x16) {
     const GemmParams &p = params_of<GemmParams>(a);
-    const unsigned blocks = std::min<unsigned>(ceil_div_u((size_t)m * p.K / 4, 256), 8u * (unsigned)a.workspace->sm_count);
-    launch_pdl(to_half_rows_kernel, blocks, 256, 0, a, l.x + (size_t)m0 * (p.x_row_bytes / 4), p.x_row_bytes / 4, x16, m,
-               p.K);
+    launch_pdl(to_half_rows_kernel, grid_stride_blocks(a, (size_t)m * p.K / 4), 256, 0, a,
+               l.x + (size_t)m0 * (p.x_row_bytes / 4), p.x_row_bytes / 4, x16, m, p.K);
 }
 
 // How many blocks share each tile's K steps: 1 when the tiles fill at least half the GPU's block
@@ -94,9 +98,8 @@ void launch_tile_kernel(const LaunchArgs &a, const GemmLaunch &l) {
                    l.w, p, partial);
     }
     if (splits > 1) {
-        const size_t outputs = (size_t)p.M * l.total_rows;
-        const unsigned blocks = std::min<unsigned>(ceil_div_u(outputs, 256), 8u * (unsigned)a.workspace->sm_count);
-        launch_pdl(gemm_split_k_sum_kernel, blocks, 256, 0, a, static_cast<const float *>(partial), l.y, p, splits);
+        launch_pdl(gemm_split_k_sum_kernel, grid_stride_blocks(a, (size_t)p.M * l.total_rows), 256, 0, a,
+                   static_cast<const float *>(partial), l.y, p, splits);
     }
 }
 
@@ -200,7 +203,6 @@ bool launch_dequant_library_gemm(const LaunchArgs &a, const GemmLaunch &l) {
     const uint32_t slice_rows = (uint32_t)(half_room / p.K / 128 * 128);
     if (x_rows == 0 || slice_rows == 0) return false;
     __half *x16 = scratch, *w16 = scratch + half_room;
-    const unsigned max_blocks = 8u * (unsigned)a.workspace->sm_count;
     for (uint32_t m0 = 0; m0 < p.M; m0 += x_rows) {
         const uint32_t m = std::min(x_rows, p.M - m0);
         launch_x_to_half(a, l, m0, m, x16);
@@ -208,8 +210,8 @@ bool launch_dequant_library_gemm(const LaunchArgs &a, const GemmLaunch &l) {
         for (uint32_t i = 0; i < p.n_parts; ++i)
             for (uint32_t n0 = 0; n0 < p.N[i]; n0 += slice_rows) {
                 const uint32_t n = std::min(slice_rows, p.N[i] - n0);
-                launch_pdl(g8_to_half_rows_kernel<F>, std::min<unsigned>(ceil_div_u((size_t)n * p.K / 16, 256), max_blocks),
-                           256, 0, a, static_cast<const uint8_t *>(l.w.part[i]), p.K, n0, n, w16);
+                launch_pdl(g8_to_half_rows_kernel<F>, grid_stride_blocks(a, (size_t)n * p.K / 16), 256, 0, a,
+                           static_cast<const uint8_t *>(l.w.part[i]), p.K, n0, n, w16);
                 check_launch("g8_to_half_rows");
                 lib->gemm(w16, p.K, x16, p.K, l.y + (size_t)m0 * p.y_stride + p.y_col[i] + n0, p.y_stride, m, n, p.K,
                           p.accumulate);

@@ -158,7 +158,6 @@ struct IQ4XSBlocks {
     }
 };
 
-
 // Q5_0 / Q5_1: the 5th bits spread into one byte a quant (Q5_0: int8 q - 16, so Q8_0's block;
 // Q5_1: unsigned), the f16 factors as stored.
 template <class Block, int kOffset>

@@ -19,7 +19,7 @@ export PATH=/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1
 T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 ))s] $*"; }
 variants=$1 cases=$2 rounds=${3:-2}
 nvidia-smi -L
-python3 -m pip install -q --upgrade --no-index --no-deps --no-compile --target /tmp/site .devcarry/whl/*.whl 2>/dev/null
+source tools/device_wheels.sh
 
 names=()
 for v in $variants; do

@@ -2,7 +2,8 @@
 # One device-tool call on a CUDA machine: environment report, build, CUDA tests, 1B-shape Q4_0 benchmark.
 # The device has no network, so prepare (here, once per checkout) an ignored folder it can carry:
 #   echo /.devcarry/ >> .git/info/exclude
-#   pip download --no-deps -d .devcarry/whl nanobind scikit-build-core gguf
+#   pip download --no-deps -d .devcarry/whl nanobind scikit-build-core gguf pytest-xdist execnet llguidance
+#   (and the server / grammar tests' wheels: tools/device_wheels.sh)
 #   mkdir -p .devcarry/tokenizer && cp ../shared/testdata/tokenizer/ggml-vocab-{llama-spm,llama-bpe,qwen2,gpt-2}.gguf* .devcarry/tokenizer/
 #   cp tools/device_cuda_check.sh .devcarry/run.sh
 # then call the device tool's run with command "bash .devcarry/run.sh" and carry [".devcarry"].
@@ -13,7 +14,7 @@ L=$OUT/log_env.txt
 { python3 --version; which nvcc; nvcc --version | tail -2; cmake --version | head -1; nvidia-smi -L;
   python3 -m pip show nanobind scikit-build-core numpy pytest transformers torch 2>/dev/null | grep -E "^(Name|Version)"; } > $L 2>&1
 cat $L
-python3 -m pip install -q --upgrade --no-index --no-deps --no-compile --target /tmp/site .devcarry/whl/*.whl && export PYTHONPATH=/tmp/site
+source tools/device_wheels.sh
 t0=$(date +%s)
 python3 -m pip install --no-build-isolation --no-deps -v . -C cmake.define.AKUNU_CUDA_ARCHITECTURES=90a -C build-dir=/tmp/akbuild > $OUT/log_build.txt 2>&1 || { tail -60 $OUT/log_build.txt; exit 1; }
 echo "build: $(( $(date +%s) - t0 ))s"; grep -E "akunu: CUDA|warning" $OUT/log_build.txt | head -20

@@ -25,7 +25,7 @@ build)
       -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
       -DLLAMA_BUILD_SERVER=OFF > /tmp/lb_cfg.log 2>&1 && \
     cmake --build /tmp/lb --target llama-bench llama-quantize -j 12 > /tmp/lb_build.log 2>&1; echo $? > /tmp/lb_done ) &
-  python3 -m pip install -q --upgrade --no-index --no-deps --no-compile --target /tmp/site .devcarry/whl/*.whl 2>/dev/null
+  source tools/device_wheels.sh
   CMAKE_BUILD_PARALLEL_LEVEL=4 python3 -m pip install --no-build-isolation --no-deps . -C cmake.define.AKUNU_CUDA_ARCHITECTURES=90a \
     -C build-dir=/tmp/akbuild > $OUT/log_build.txt 2>&1 || { tail -40 $OUT/log_build.txt; exit 1; }
   el "akunu built"

@@ -13,7 +13,7 @@ mkdir -p /tmp/lcp && tar xzf .devcarry/lcp-trim.tar.gz -C /tmp/lcp
 ( cd /tmp/lcp/llama_cpp_python-0.3.36/vendor/llama.cpp && cmake -S . -B /tmp/lb -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
    -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF > /tmp/lb_cfg.log 2>&1 && \
   cmake --build /tmp/lb --target llama-bench -j 13 > /tmp/lb_build.log 2>&1; echo $? > /tmp/lb_done ) &
-python3 -m pip install -q --upgrade --no-index --no-deps --no-compile --target /tmp/site .devcarry/whl/*.whl 2>/dev/null; export PYTHONPATH=/tmp/site
+source tools/device_wheels.sh
 CMAKE_BUILD_PARALLEL_LEVEL=3 python3 -m pip install --no-build-isolation --no-deps . -C cmake.define.AKUNU_CUDA_ARCHITECTURES=90a -C build-dir=/tmp/akbuild > $OUT/log_build.txt 2>&1 || { tail -20 $OUT/log_build.txt; }
 el "akunu built"
 T=.devcarry/tokenizer

@@ -1,0 +1,23 @@
+#!/bin/bash
+# Installs into /tmp/site every wheel in .devcarry/whl that this machine's python3 can take (the folder may
+# hold one binary wheel per Python version, e.g. pydantic_core for cp310 .. cp312), without dependencies
+# or an index: the device machine reaches no network. Sourced by the tools/device_*.sh scripts; prepare
+# the folder with e.g. `pip download -d .devcarry/whl --only-binary :all: --python-version 3.12
+# --platform manylinux2014_x86_64 fastapi uvicorn prometheus-client httpx openai jsonschema` for the
+# server and grammar tests of tests/test_cuda.py, plus the build's wheels (tools/device_cuda_check.sh).
+python3 - <<'PY' > /tmp/device_wheels.txt
+import glob
+from pip._vendor.packaging.tags import sys_tags
+from pip._vendor.packaging.utils import parse_wheel_filename
+ok = set(sys_tags())
+for path in sorted(glob.glob(".devcarry/whl/*.whl")):
+    if ok & set(parse_wheel_filename(path.rsplit("/", 1)[-1])[3]):
+        print(path)
+PY
+# One pip call for all; if it fails (two versions of one package, say), one call a wheel, naming the failures.
+xargs python3 -m pip install -q --upgrade --no-index --no-deps --no-compile --target /tmp/site < /tmp/device_wheels.txt \
+  > /tmp/device_wheels.log 2>&1 || while read -r w; do
+    python3 -m pip install -q --upgrade --no-index --no-deps --no-compile --target /tmp/site "$w" > /dev/null 2>&1 ||
+      echo "device_wheels.sh: $w did not install"
+  done < /tmp/device_wheels.txt
+export PYTHONPATH=/tmp/site

@@ -1,10 +1,11 @@
 #!/bin/bash
 # Installs into /tmp/site every wheel in .devcarry/whl that this machine's python3 can take (the folder may
 # hold one binary wheel per Python version, e.g. pydantic_core for cp310 .. cp312), without dependencies
-# or an index: the device machine reaches no network. Sourced by the tools/device_*.sh scripts; prepare
-# the folder with e.g. `pip download -d .devcarry/whl --only-binary :all: --python-version 3.12
-# --platform manylinux2014_x86_64 fastapi uvicorn prometheus-client httpx openai jsonschema` for the
-# server and grammar tests of tests/test_cuda.py, plus the build's wheels (tools/device_cuda_check.sh).
+# or an index: the device machine reaches no network. Sourced by the tools/device_*.sh scripts. Besides
+# the build's wheels (tools/device_cuda_check.sh), the server and grammar tests of tests/test_cuda.py
+# want these with their dependencies, for the device's Python (3.12 in 2026-11):
+#   pip download -d .devcarry/whl --only-binary :all: --python-version 3.12 --platform manylinux2014_x86_64 \
+#     --platform manylinux_2_17_x86_64 fastapi uvicorn openai jsonschema prometheus-client lark httpx
 python3 - <<'PY' > /tmp/device_wheels.txt
 import glob
 from pip._vendor.packaging.tags import sys_tags

@@ -229,6 +229,23 @@ def test_repacked_gemm_matches_reference(name, k, weights, n_rows, m):
         assert err.max() < 1e-5, f"row_chunk {row_chunk}: max relative error {err.max():.3g}"
 
 
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_q6k_gemm_at_its_integer_bound(sign):
+    # Every quant 0 (value -32), every scale -128, activations all +-1 (q = +-16383): a 32-element
+    # sub-block's integer sum, both halves times their scales (the r16 kernel adds them in int32),
+    # is +-2,147,352,576, 131,071 short of int32's limit.
+    n_rows, k, m = 16, 512, 3
+    block = np.zeros(BLOCK["Q6_K"][1], np.uint8)  # ql[128] qh[64] scales[16] d
+    block[192:208] = 0x80
+    block[208:210] = np.array([1e-3], np.float16).view(np.uint8)
+    w_raw = np.tile(block, n_rows * k // 256)
+    x = np.full((m, k), sign, np.float32)
+    w = gguf_dequantize("Q6_K", w_raw).astype(np.float64).reshape(n_rows, k)
+    ref = x.astype(np.float64) @ w.T
+    y = np.asarray(_testing.gemm("Q6_K", w_raw.tobytes(), n_rows, k, x, repacked="Q6_K" in REPACKED))
+    assert np.abs(y - ref).max() <= 1e-5 * np.abs(ref).max(), (y[0, :4], ref[0, :4])
+
+
 @pytest.mark.parametrize("name", REPACKED)
 @pytest.mark.parametrize("n_rows", [1, 9, 16, 35])
 def test_repacked_dequantize_bit_exact(name, n_rows):

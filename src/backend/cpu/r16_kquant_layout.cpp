@@ -459,22 +459,27 @@ template <> struct Factors<DType::Q5_K> : ScaleMinK {
     using ScaleMinK::ScaleMinK;
 };
 
+// Q6_K: value d sc_g (u - 32) per 16 elements. The int8 scales are applied in integers, the two
+// halves of a sub-block summed in int32 (exact: |sum (u - 32) q| <= 16 x 32 x 16383 a half, times
+// |sc| <= 128, twice, is below 2^31), so each activation row and sub-block costs one FMA; d, per
+// row and superblock, multiplies a superblock's sum once (tile()). On Zen 4 float multiplies and
+// FMAs share vpdpbusd's pipes and vpmulld half-shares them (tools/vnni_probe.c).
 template <> struct Factors<DType::Q6_K> {
     __m512 d;
     const int8_t *scales;  // plane g: the int8 scale of 16-element group g, per row
     explicit Factors(const uint8_t *gb)
         : d(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(gb)))),
           scales(reinterpret_cast<const int8_t *>(gb + 32)) {}
-    __m512 group_scale(int g) const {
-        return _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(scales + 16 * g)))));
+    __m512i group_scale(int g) const {
+        return _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(scales + 16 * g)));
     }
-    // One activation row's sub-block: per 16-element half h, acc += a.d * (d sc_h) * (isum_h - 32 qsum_h).
+    // One activation row's sub-block: sb += a.d * (sc_0 (isum_0 - 32 qsum_0) + sc_1 (isum_1 - 32 qsum_1)).
     AKUNU_ALWAYS_INLINE void accumulate(const __m512i (&hi)[2], const __m512i (&lo)[2], const BlockQ8x2Act &a,
-                                        __m512 &acc, __m512 scale0, __m512 scale1) const {
+                                        __m512 &sb, __m512i scale0, __m512i scale1) const {
         const __m512i i0 = _mm512_add_epi32(_mm512_slli_epi32(hi[0], 7), lo[0]);
         const __m512i i1 = _mm512_add_epi32(_mm512_slli_epi32(hi[1], 7), lo[1]);
-        const __m512 t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(i1), scale1, _mm512_mul_ps(_mm512_cvtepi32_ps(i0), scale0));
-        acc = _mm512_fmadd_ps(t, _mm512_set1_ps(a.d), acc);
+        const __m512i isum = _mm512_add_epi32(_mm512_mullo_epi32(i0, scale0), _mm512_mullo_epi32(i1, scale1));
+        sb = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(a.d), sb);
     }
 };
 
@@ -549,7 +554,7 @@ AKUNU_ALWAYS_INLINE void sub_blocks(const Factors<T> &f, const uint8_t *gb, cons
         AKUNU_UNROLL
         for (int m = 0; m < RM; ++m) f.accumulate(hi[m], lo[m], *a[m], acc[m], scale);
     } else if constexpr (T == DType::Q6_K) {
-        const __m512 scale0 = f.group_scale(2 * S), scale1 = f.group_scale(2 * S + 1);
+        const __m512i scale0 = f.group_scale(2 * S), scale1 = f.group_scale(2 * S + 1);
         AKUNU_UNROLL
         for (int m = 0; m < RM; ++m) f.accumulate(hi[m], lo[m], *a[m], acc[m], scale0, scale1);
     } else {
@@ -576,7 +581,17 @@ void tile(const uint8_t *group, const uint8_t *x, size_t x_row_bytes, int64_t nb
         const BlockQ8x2Act *xb[RM];
         AKUNU_UNROLL
         for (int m = 0; m < RM; ++m) xb[m] = xr[m] + b * kSubBlocks<T>;
-        sub_blocks<T, RM, 0>(Factors<T>(gb), gb, xb, acc);
+        const Factors<T> f(gb);
+        if constexpr (T == DType::Q6_K) {  // the superblock's sums, then d once (see Factors<Q6_K>)
+            __m512 sb[RM];
+            AKUNU_UNROLL
+            for (int m = 0; m < RM; ++m) sb[m] = _mm512_setzero_ps();
+            sub_blocks<T, RM, 0>(f, gb, xb, sb);
+            AKUNU_UNROLL
+            for (int m = 0; m < RM; ++m) acc[m] = _mm512_fmadd_ps(sb[m], f.d, acc[m]);
+        } else {
+            sub_blocks<T, RM, 0>(f, gb, xb, acc);
+        }
     }
     AKUNU_UNROLL
     for (int m = 0; m < RM; ++m) out[m] = acc[m];

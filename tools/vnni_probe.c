@@ -4,7 +4,8 @@
 // instructions; docs/experiments.md ("CPU: where the Q6_K prefill GEMM's time goes") has a run.
 //   gcc -O3 -march=native tools/vnni_probe.c -o /tmp/vnni_probe && /tmp/vnni_probe [GHz]
 // Cycles assume the given clock (default 3.67 GHz); the ratios between rows do not depend on it.
-// Run it on an idle machine: another busy thread on the same core halves every row.
+// Run it on an idle machine: another busy thread on the same core halves every row. The float
+// rows multiply by 1 so that no value becomes subnormal (which would slow them for another reason).
 #include <immintrin.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +44,7 @@ static double ghz = 3.67;
         for (int i = 0; i < 16; ++i) d[i] = _mm512_set1_epi32(i);                                       \
         for (int i = 0; i < 4; ++i) c[i] = _mm512_set1_epi32(i), f[i] = _mm512_set1_ps((float)i);       \
         __m512i a = _mm512_set1_epi32(0x01010101), b = _mm512_set1_epi32(0x02020202);                   \
-        __m512 s = _mm512_set1_ps(0.999f);                                                              \
+        __m512 s = _mm512_set1_ps(1.0f);                                                              \
         const double t0 = now();                                                                        \
         for (long it = 0; it < kIters; ++it) {                                                          \
             for (int i = 0; i < 16; ++i) d[i] = dpbusd(d[i], a, b);                                     \

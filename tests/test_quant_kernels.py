@@ -230,11 +230,13 @@ def test_repacked_gemm_matches_reference(name, k, weights, n_rows, m):
 
 
 @pytest.mark.parametrize("sign", [1.0, -1.0])
-def test_q6k_gemm_at_its_integer_bound(sign):
+@pytest.mark.parametrize("m", [3, 32])
+def test_q6k_gemm_at_its_integer_bound(sign, m):
     # Every quant 0 (value -32), every scale -128, activations all +-1 (q = +-16383): a 32-element
-    # sub-block's integer sum, both halves times their scales (the r16 kernel adds them in int32),
-    # is +-2,147,352,576, 131,071 short of int32's limit.
-    n_rows, k, m = 16, 512, 3
+    # sub-block's integer sum, both halves times their scales (the r16 kernels add them in int32:
+    # the vpdpbusd tiles below 32 rows, the int16 panels from 32), is +-2,147,352,576, 131,071 short
+    # of int32's limit.
+    n_rows, k = 16, 512
     block = np.zeros(BLOCK["Q6_K"][1], np.uint8)  # ql[128] qh[64] scales[16] d
     block[192:208] = 0x80
     block[208:210] = np.array([1e-3], np.float16).view(np.uint8)
@@ -244,6 +246,29 @@ def test_q6k_gemm_at_its_integer_bound(sign):
     ref = x.astype(np.float64) @ w.T
     y = np.asarray(_testing.gemm("Q6_K", w_raw.tobytes(), n_rows, k, x, repacked="Q6_K" in REPACKED))
     assert np.abs(y - ref).max() <= 1e-5 * np.abs(ref).max(), (y[0, :4], ref[0, :4])
+
+
+@pytest.mark.parametrize("name,weights", [(d, "quantized") for d in REPACKED]
+                         + [(d, "random_blocks") for d in REPACKED if d in GROUP_SCALED])
+@pytest.mark.parametrize("m", [32, 45])
+def test_repacked_prefill_gemm_same_bits_as_one_row(name, weights, m):
+    # A prefill-sized GEMM gives every activation row the bits a one-row GEMM (decode) gives it, with
+    # rows split among threads mid-group, and stays within the reference tolerance. From 32 rows Q6_K
+    # takes another kernel (int16 weight panels, src/backend/cpu/r16_panel_gemm.cpp) whose integer
+    # sums and float steps are the vpdpbusd tiles' own.
+    rng = np.random.default_rng(m)
+    n_rows, k = 40, 768
+    w_raw = (random_weights if weights == "quantized" else random_block_weights)(rng, name, n_rows, k)
+    x = (rng.standard_normal((m, k)) * rng.uniform(0.1, 3.0, (m, 1))).astype(np.float32)
+    rows = np.stack([np.asarray(_testing.gemm(name, w_raw.tobytes(), n_rows, k, x[i:i + 1], repacked=True))[0]
+                     for i in range(m)])
+    w = gguf_dequantize(name, w_raw).astype(np.float64).reshape(n_rows, k)
+    xd = REPACKED_ACT_REFERENCE[_testing.repacked_layout()](x)
+    err = np.abs(rows - xd @ w.T) / (np.abs(xd) @ np.abs(w).T + 1e-30)
+    assert err.max() < 1e-5, f"max relative error {err.max():.3g}"
+    for row_chunk in (0, 3, 16):
+        y = np.asarray(_testing.gemm(name, w_raw.tobytes(), n_rows, k, x, repacked=True, row_chunk=row_chunk))
+        assert_bits_equal(y.reshape(-1), rows.reshape(-1), exact_nan=True)
 
 
 @pytest.mark.parametrize("name", REPACKED)

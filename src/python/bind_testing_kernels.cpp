@@ -98,10 +98,10 @@ void bind_testing_kernels(nb::module_ &m) {
                 const uint8_t *x_rows = reinterpret_cast<const uint8_t *>(x.data());
                 size_t x_row_bytes = (size_t)k * sizeof(float);
                 if (repacked) {
-                    x_row_bytes = akunu::cpu::repacked_act_row_bytes(k);
+                    x_row_bytes = akunu::cpu::repacked_act_row_bytes(d.type, k);
                     x_quantized.resize((size_t)M * x_row_bytes);
                     for (int64_t r = 0; r < M; ++r)
-                        akunu::cpu::quantize_row_act_repacked(x.data() + r * k, x_quantized.data() + r * x_row_bytes, k);
+                        akunu::cpu::quantize_row_act_repacked(d.type, x.data() + r * k, x_quantized.data() + r * x_row_bytes, k);
                     x_rows = x_quantized.data();
                 } else if (akunu::cpu::act_format_for(d.type) == akunu::cpu::ActFormat::Q16Act) {
                     x_row_bytes = (size_t)(k / akunu::QK_ACT) * sizeof(akunu::BlockQ16Act);

@@ -1,6 +1,6 @@
 // Activation quantization (act_quant.h): float rows -> BlockQ16Act for the integer dot products,
 // the scalar reference and the AVX2 version (identical bytes), and the kernels quantize_act_q16 /
-// quantize_act_q8x2 that quantize one activation row per work unit.
+// quantize_act_q8x2 (_panel) that quantize one activation row per work unit.
 #include "backend/cpu/act_quant.h"
 
 #include <algorithm>
@@ -128,6 +128,16 @@ void act_quant_q8x2_kernel(const KernelArgs &a, int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r)
         quantize_row_act_q8x2(x + (size_t)r * p.x_stride,
                               reinterpret_cast<BlockQ8x2Act *>(a.buffers[1] + (size_t)r * p.out_row_bytes), p.K);
+}
+
+// The same, each row followed by its values as int16 (the rows r16k::panel_gemm_rows reads).
+void act_quant_q8x2_panel_kernel(const KernelArgs &a, int64_t begin, int64_t end) {
+    const ActQuantParams &p = params_of<ActQuantParams>(a);
+    const float *x = reinterpret_cast<const float *>(a.buffers[0]);
+    for (int64_t r = begin; r < end; ++r) {
+        BlockQ8x2Act *blocks = reinterpret_cast<BlockQ8x2Act *>(a.buffers[1] + (size_t)r * p.out_row_bytes);
+        quantize_row_act_q8x2(x + (size_t)r * p.x_stride, blocks, p.K, reinterpret_cast<int16_t *>(blocks + p.K / QK_ACT));
+    }
 }
 #endif
 

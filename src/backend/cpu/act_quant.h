@@ -18,8 +18,9 @@ void quantize_row_act(const float *x, BlockQ16Act *dst, int64_t k);
 
 // Activation quantization for the r16 layout (AVX-512 VNNI builds only): k floats -> k/32
 // BlockQ8x2Act. Per block: d = max|x| / 16383, q = x / d rounded to nearest even, split into the
-// digits hi = q >> 7 and lo = q & 127; qsum = sum(q), sum = d * qsum.
-void quantize_row_act_q8x2(const float *x, BlockQ8x2Act *dst, int64_t k);
+// digits hi = q >> 7 and lo = q & 127; qsum = sum(q), sum = d * qsum. With q16, also the k q as int16
+// in element order, for the prefill GEMM over int16 weight panels (r16_panel_gemm.cpp).
+void quantize_row_act_q8x2(const float *x, BlockQ8x2Act *dst, int64_t k, int16_t *q16 = nullptr);
 
 // What the dot product of a dtype wants as its activation row, on GGUF rows.
 enum class ActFormat { F32, Q16Act };

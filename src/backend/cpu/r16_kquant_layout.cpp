@@ -41,8 +41,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "backend/cpu/dequantize.h"
+#include "backend/cpu/r16_panel_gemm.h"
 #include "backend/cpu/repacked_gemm_loop.h"
 #include "core/kquant_blocks.h"
 #include "core/quant_blocks.h"
@@ -483,6 +485,49 @@ template <> struct Factors<DType::Q6_K> {
     }
 };
 
+// ---- int16 panels for the prefill GEMM (r16_panel_gemm.cpp) ----
+
+// Q6_K: one group-block as sc_g (u - 32) per weight (|value| <= 4096), 16 vectors a sub-block, vector p
+// holding elements 2p, 2p + 1 of row l as the int16 pair of lane l; and d per row. vpmaddubsw
+// multiplies a chunk's unsigned quants by the scale bytes (sc, 0, sc, 0) and (0, sc, 0, sc) of each
+// row, giving the even and the odd elements as words; the -32 sc words are subtracted and the words
+// interleaved into pairs.
+void q6k_group_block_panel(const uint8_t *gb, __m512i *panel, float *row_d) {
+    _mm512_storeu_ps(row_d, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(gb))));
+    const int8_t *scales = reinterpret_cast<const int8_t *>(gb + 32);
+    const __m512i low_byte = _mm512_set1_epi32(0xFF), low_word = _mm512_set1_epi32(0xFFFF);
+    for (int S = 0; S < 8; ++S) {
+        const uint8_t *sub = gb + Geom<DType::Q6_K>::kHeader + S * kSubBytes<DType::Q6_K>;
+        __m512i even[2], odd[2], offset[2];  // per half h: elements 16 h .. 16 h + 15, scale group 2 S + h
+        for (int h = 0; h < 2; ++h) {
+            const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(scales + 16 * (2 * S + h))));
+            const __m512i sc_byte = _mm512_and_si512(sc, low_byte);
+            even[h] = _mm512_or_si512(sc_byte, _mm512_slli_epi32(sc_byte, 16));
+            odd[h] = _mm512_slli_epi32(even[h], 8);
+            const __m512i off = _mm512_and_si512(_mm512_slli_epi32(sc, 5), low_word);
+            offset[h] = _mm512_or_si512(off, _mm512_slli_epi32(off, 16));
+        }
+        const __m512i bits0 = _mm512_loadu_si512(sub + kNibbleBytes), bits1 = _mm512_loadu_si512(sub + kNibbleBytes + 64);
+        __m512i *out = panel + 16 * S;
+        // Elements 4 c .. 4 c + 3 of half h (bytes of v) into pairs 8 h + 2 c and 8 h + 2 c + 1.
+        const auto put = [&](__m512i v, int h, int c) {
+            const __m512i e02 = _mm512_sub_epi16(_mm512_maddubs_epi16(v, even[h]), offset[h]);
+            const __m512i e13 = _mm512_sub_epi16(_mm512_maddubs_epi16(v, odd[h]), offset[h]);
+            out[8 * h + 2 * c] = _mm512_mask_blend_epi16(0xAAAAAAAAu, e02, _mm512_slli_epi32(e13, 16));
+            out[8 * h + 2 * c + 1] = _mm512_mask_blend_epi16(0xAAAAAAAAu, _mm512_srli_epi32(e02, 16), e13);
+        };
+        const auto chunk = [&](auto C) {
+            const __m512i w = _mm512_loadu_si512(sub + 64 * C);
+            put(or_masked(_mm512_and_si512(w, bytes(15)), bits_to_45<decltype(C)::value>(bits0), bytes(0x30)), 0, C);
+            put(or_masked(_mm512_and_si512(_mm512_srli_epi16(w, 4), bytes(15)), bits_to_45<decltype(C)::value>(bits1), bytes(0x30)), 1, C);
+        };
+        chunk(std::integral_constant<int, 0>{});
+        chunk(std::integral_constant<int, 1>{});
+        chunk(std::integral_constant<int, 2>{});
+        chunk(std::integral_constant<int, 3>{});
+    }
+}
+
 #ifndef AKUNU_R16_TILE_M
 #define AKUNU_R16_TILE_M 4
 #endif
@@ -607,11 +652,21 @@ template <DType T> struct TileTable {
 };
 
 template <DType T> void gemm_matrix_rows(const GemmArgs &a, int64_t n_begin, int64_t n_end) {
+    if (has_panel(T) && a.M >= kPanelMinRows) return panel_gemm_rows(a, n_begin, n_end);
     static constexpr TileTable<T> table{};
     r16_gemm_rows<kTileM>(a, n_begin, n_end, a.K / Geom<T>::kElems, table.fn);
 }
 
 }  // namespace
+
+bool has_panel(DType t) { return t == DType::Q6_K; }
+
+void group_panel(DType t, const uint8_t *group, int64_t K, int16_t *panel, float *row_d) {
+    if (t != DType::Q6_K) return;
+    for (int64_t b = 0; b < K / QK_K; ++b)
+        q6k_group_block_panel(group + (size_t)b * kGroupBlock<DType::Q6_K>, reinterpret_cast<__m512i *>(panel) + 128 * b,
+                              row_d + 16 * b);
+}
 
 bool handles(DType t) {
     switch (t) {

@@ -18,4 +18,11 @@ void repack(DType t, const uint8_t *src, uint8_t *dst, int64_t rows, int64_t K);
 void dequantize_row(DType t, const uint8_t *packed, int64_t row, float *dst, int64_t K);
 void gemm_rows(const GemmArgs &args, int64_t n_begin, int64_t n_end);
 
+// The prefill GEMM's int16 weight panels (r16_panel_gemm.cpp), for the dtypes has_panel names (Q6_K):
+// one 16-row group of K elements as K / 2 vectors of 64 bytes (64-byte aligned; vector p: elements
+// 2p, 2p + 1 of row l as the int16 pair of 32-bit lane l), each weight's per-16 scale applied and
+// offset removed, and row_d[K / 256][16] the superblocks' d per row.
+bool has_panel(DType t);
+void group_panel(DType t, const uint8_t *group, int64_t K, int16_t *panel, float *row_d);
+
 }  // namespace akunu::cpu::r16k

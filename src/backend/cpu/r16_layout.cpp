@@ -226,8 +226,9 @@ constexpr float kQ8x2Max = 16383.0f;  // q = 128 * hi + lo must keep hi within i
 }  // namespace
 
 // d = max|x| / 16383, q = x / d rounded to nearest (even on ties), hi = q >> 7 (arithmetic),
-// lo = q & 127, qsum = sum(q), qsum_lo = the sum of the first 16, sum = d * qsum.
-void quantize_row_act_q8x2(const float *x, BlockQ8x2Act *dst, int64_t k) {
+// lo = q & 127, qsum = sum(q), qsum_lo = the sum of the first 16, sum = d * qsum; and q as int16 in
+// q16 when given.
+void quantize_row_act_q8x2(const float *x, BlockQ8x2Act *dst, int64_t k, int16_t *q16) {
     for (int64_t b = 0; b < k / QK_ACT; ++b) {
         const __m512 v0 = _mm512_loadu_ps(x + b * QK_ACT), v1 = _mm512_loadu_ps(x + b * QK_ACT + 16);
         const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
@@ -243,6 +244,10 @@ void quantize_row_act_q8x2(const float *x, BlockQ8x2Act *dst, int64_t k) {
         _mm_storeu_si128(reinterpret_cast<__m128i *>(o.hi + 16), _mm512_cvtepi32_epi8(_mm512_srai_epi32(q1, 7)));
         _mm_storeu_si128(reinterpret_cast<__m128i *>(o.lo), _mm512_cvtepi32_epi8(_mm512_and_si512(q0, seven_bits)));
         _mm_storeu_si128(reinterpret_cast<__m128i *>(o.lo + 16), _mm512_cvtepi32_epi8(_mm512_and_si512(q1, seven_bits)));
+        if (q16) {
+            _mm256_storeu_si256(reinterpret_cast<__m256i *>(q16 + b * QK_ACT), _mm512_cvtepi32_epi16(q0));
+            _mm256_storeu_si256(reinterpret_cast<__m256i *>(q16 + b * QK_ACT + 16), _mm512_cvtepi32_epi16(q1));
+        }
         o.qsum_lo = _mm512_reduce_add_epi32(q0);
         o.qsum = o.qsum_lo + _mm512_reduce_add_epi32(q1);
         o.d = d;
@@ -250,9 +255,12 @@ void quantize_row_act_q8x2(const float *x, BlockQ8x2Act *dst, int64_t k) {
     }
 }
 
-size_t repacked_act_row_bytes(int64_t K) { return (size_t)(K / QK_ACT) * sizeof(BlockQ8x2Act); }
-void quantize_row_act_repacked(const float *x, void *dst, int64_t k) {
-    quantize_row_act_q8x2(x, static_cast<BlockQ8x2Act *>(dst), k);
+size_t repacked_act_row_bytes(DType t, int64_t K) {
+    return (size_t)(K / QK_ACT) * sizeof(BlockQ8x2Act) + (r16k::has_panel(t) ? (size_t)K * sizeof(int16_t) : 0);
+}
+void quantize_row_act_repacked(DType t, const float *x, void *dst, int64_t k) {
+    BlockQ8x2Act *blocks = static_cast<BlockQ8x2Act *>(dst);
+    quantize_row_act_q8x2(x, blocks, k, r16k::has_panel(t) ? reinterpret_cast<int16_t *>(blocks + k / QK_ACT) : nullptr);
 }
 
 void gemm_rows_repacked(const GemmArgs &args, int64_t n_begin, int64_t n_end) {

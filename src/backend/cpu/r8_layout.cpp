@@ -361,7 +361,7 @@ template <DType T> void gemm_rows_r8(const GemmArgs &a, int64_t n_begin, int64_t
                     for (int l = lo; l < hi; ++l) store_out(y + l, tmp[l], a.accumulate);
                 }
             }
-        });
+        }, a.x_row_bytes);
 }
 
 #else
@@ -382,8 +382,8 @@ template <DType T> void gemm_rows_r8(const GemmArgs &a, int64_t n_begin, int64_t
 
 }  // namespace
 
-size_t repacked_act_row_bytes(int64_t K) { return (size_t)(K / QK_ACT) * sizeof(BlockQ16Act); }
-void quantize_row_act_repacked(const float *x, void *dst, int64_t k) {
+size_t repacked_act_row_bytes(DType, int64_t K) { return (size_t)(K / QK_ACT) * sizeof(BlockQ16Act); }
+void quantize_row_act_repacked(DType, const float *x, void *dst, int64_t k) {
     quantize_row_act(x, static_cast<BlockQ16Act *>(dst), k);
 }
 

@@ -6,6 +6,7 @@
 
 #include "backend/cpu/gemm_tiles.h"
 #include "backend/cpu/simd_config.h"
+#include "core/quant_blocks.h"
 
 namespace akunu::cpu {
 
@@ -15,13 +16,14 @@ namespace akunu::cpu {
 // belong to the range (a thread's range may start or end mid-group).
 // Groups and activation rows go in chunks of ~256 KiB each, so that in prefill a chunk of weights
 // stays in L2 while every activation row of a chunk passes it; decode (M = 1) is one stream.
+// x_bytes_read: the bytes of an activation row the tiles read (r16 rows hold more, see act_quant.h).
 template <int kGroupRows, int kTileM, class Tile>
-inline void for_each_group_tile(const GemmArgs &a, int64_t n_begin, int64_t n_end, Tile &&tile) {
+inline void for_each_group_tile(const GemmArgs &a, int64_t n_begin, int64_t n_end, Tile &&tile, size_t x_bytes_read) {
     constexpr size_t kChunkBytes = 256 * 1024;
     const size_t group_bytes = (size_t)kGroupRows * a.w_row_bytes;
     const int64_t g_chunk = std::max<int64_t>(1, (int64_t)(kChunkBytes / group_bytes));
     const int64_t m_chunk =
-        std::max<int64_t>(kTileM, (int64_t)(kChunkBytes / std::max<size_t>(a.x_row_bytes, 1)) / kTileM * kTileM);
+        std::max<int64_t>(kTileM, (int64_t)(kChunkBytes / std::max<size_t>(x_bytes_read, 1)) / kTileM * kTileM);
     const int64_t g_begin = n_begin / kGroupRows, g_end = (n_end + kGroupRows - 1) / kGroupRows;
     for (int64_t gc = g_begin; gc < g_end; gc += g_chunk) {
         const int64_t gc_end = std::min(g_end, gc + g_chunk);
@@ -56,7 +58,7 @@ inline void r16_gemm_rows(const GemmArgs &a, int64_t n_begin, int64_t n_end, int
             const __m512 v = a.accumulate ? _mm512_add_ps(_mm512_maskz_loadu_ps(keep, y), out[i]) : out[i];
             _mm512_mask_storeu_ps(y, keep, v);
         }
-    });
+    }, (size_t)(a.K / QK_ACT) * sizeof(BlockQ8x2Act));
 }
 #endif
 

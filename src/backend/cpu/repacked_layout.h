@@ -10,10 +10,11 @@
 
 namespace akunu::cpu {
 
-// The activation row the repacked layout of this build wants (BlockQ16Act for r8, BlockQ8x2Act
-// for r16): its size for K elements, and the conversion.
-size_t repacked_act_row_bytes(int64_t K);
-void quantize_row_act_repacked(const float *x, void *dst, int64_t k);
+// The activation row the repacked layout of this build wants for weights of dtype t (BlockQ16Act for
+// r8; BlockQ8x2Act for r16, followed by the same values as int16 where the prefill GEMM takes int16
+// panels, r16k::has_panel): its size for K elements, and the conversion.
+size_t repacked_act_row_bytes(DType t, int64_t K);
+void quantize_row_act_repacked(DType t, const float *x, void *dst, int64_t k);
 
 // gemm_rows for args.repacked (r8_layout.cpp or r16_layout.cpp).
 void gemm_rows_repacked(const GemmArgs &args, int64_t n_begin, int64_t n_end);

@@ -6,6 +6,8 @@
 # want these with their dependencies, for the device's Python (3.12 in 2026-11):
 #   pip download -d .devcarry/whl --only-binary :all: --python-version 3.12 --platform manylinux2014_x86_64 \
 #     --platform manylinux_2_17_x86_64 fastapi uvicorn openai jsonschema prometheus-client lark httpx
+# and the grammar test wants llama.cpp's grammars (fetched here by `python tests/paths.py`):
+#   mkdir -p .devcarry/grammars && cp .cache/llama-cpp-python-0.3.36-grammars/* .devcarry/grammars/
 python3 - <<'PY' > /tmp/device_wheels.txt
 import glob
 from pip._vendor.packaging.tags import sys_tags
@@ -22,3 +24,4 @@ xargs python3 -m pip install -q --upgrade --no-index --no-deps --no-compile --ta
       echo "device_wheels.sh: $w did not install"
   done < /tmp/device_wheels.txt
 export PYTHONPATH=/tmp/site
+if [ -d .devcarry/grammars ]; then export AKUNU_LLAMA_CPP_GRAMMARS=$PWD/.devcarry/grammars; fi

@@ -662,7 +662,7 @@ template <DType T> void gemm_matrix_rows(const GemmArgs &a, int64_t n_begin, int
 bool has_panel(DType t) { return t == DType::Q6_K; }
 
 void group_panel(DType t, const uint8_t *group, int64_t K, int16_t *panel, float *row_d) {
-    if (t != DType::Q6_K) return;
+    if (t != DType::Q6_K) return;  // callers ask has_panel first
     for (int64_t b = 0; b < K / QK_K; ++b)
         q6k_group_block_panel(group + (size_t)b * kGroupBlock<DType::Q6_K>, reinterpret_cast<__m512i *>(panel) + 128 * b,
                               row_d + 16 * b);

@@ -1,4 +1,5 @@
-// The r16 prefill GEMM over int16 weight panels (AVX-512 VNNI builds): Q6_K weights at M >= 16.
+// The r16 prefill GEMM over int16 weight panels (AVX-512 VNNI builds): Q6_K weights against
+// kPanelMinRows (32) or more activation rows.
 //
 // Why: the vpdpbusd tiles (r16_kquant_layout.cpp) unpack every weight and apply its per-16 scale
 // once per tile of 4 activation rows, and multiply each weight by both activation digits. For Q6_K
@@ -47,17 +48,24 @@ struct alignas(64) PanelVector {
 };
 static_assert(sizeof(PanelVector) == sizeof(__m512i), "a panel vector is one zmm");
 
+// Elements e, e + 1 of an int16 row in every 32-bit lane.
+inline __m512i broadcast_pair(const int16_t *e) {
+    int32_t pair;
+    std::memcpy(&pair, e, sizeof pair);
+    return _mm512_set1_epi32(pair);
+}
+
 // One panel (16 rows x K) against RM activation rows: out[m] lane l = dot(row l, activation row m).
 template <int RM>
 void panel_tile(const PanelVector *panel, const float *row_d, const uint8_t *x, size_t x_row_bytes, int64_t K, __m512 *out) {
     const int64_t n_sub = K / QK_ACT;
     const BlockQ8x2Act *xb[RM];
-    const int32_t *pairs[RM];  // the int16 row as pairs, one int32 each
+    const int16_t *q16[RM];  // the rows' int16 values, read a pair (32 bits) at a time
     __m512 acc[RM];
     AKUNU_UNROLL
     for (int m = 0; m < RM; ++m) {
         xb[m] = reinterpret_cast<const BlockQ8x2Act *>(x + (size_t)m * x_row_bytes);
-        pairs[m] = reinterpret_cast<const int32_t *>(xb[m] + n_sub);
+        q16[m] = reinterpret_cast<const int16_t *>(xb[m] + n_sub);
         acc[m] = _mm512_setzero_ps();
     }
     for (int64_t b = 0; b < K / QK_K; ++b) {
@@ -74,7 +82,7 @@ void panel_tile(const PanelVector *panel, const float *row_d, const uint8_t *x, 
             for (int p = 0; p < 16; ++p) {
                 const __m512i wp = _mm512_load_si512(w[p].pair);
                 AKUNU_UNROLL
-                for (int m = 0; m < RM; ++m) dot[m] = _mm512_dpwssd_epi32(dot[m], wp, _mm512_set1_epi32(pairs[m][16 * sub + p]));
+                for (int m = 0; m < RM; ++m) dot[m] = _mm512_dpwssd_epi32(dot[m], wp, broadcast_pair(q16[m] + 32 * sub + 2 * p));
             }
             AKUNU_UNROLL
             for (int m = 0; m < RM; ++m) sb[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[m]), _mm512_set1_ps(xb[m][sub].d), sb[m]);

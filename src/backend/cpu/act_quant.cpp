@@ -121,24 +121,22 @@ void act_quant_q16_kernel(const KernelArgs &a, int64_t begin, int64_t end) {
 }
 
 #if defined(AKUNU_CPU_VNNI512)
-// Unit = one activation row -> two-digit int8 blocks (BlockQ8x2Act) for the r16 layout's GEMM.
-void act_quant_q8x2_kernel(const KernelArgs &a, int64_t begin, int64_t end) {
-    const ActQuantParams &p = params_of<ActQuantParams>(a);
-    const float *x = reinterpret_cast<const float *>(a.buffers[0]);
-    for (int64_t r = begin; r < end; ++r)
-        quantize_row_act_q8x2(x + (size_t)r * p.x_stride,
-                              reinterpret_cast<BlockQ8x2Act *>(a.buffers[1] + (size_t)r * p.out_row_bytes), p.K);
-}
-
-// The same, each row followed by its values as int16 (the rows r16k::panel_gemm_rows reads).
-void act_quant_q8x2_panel_kernel(const KernelArgs &a, int64_t begin, int64_t end) {
+namespace {
+// Rows [begin, end) -> two-digit int8 blocks (BlockQ8x2Act), each row followed by its int16 values
+// when with_int16 (the rows r16k::panel_gemm_rows reads).
+void quantize_rows_q8x2(const KernelArgs &a, int64_t begin, int64_t end, bool with_int16) {
     const ActQuantParams &p = params_of<ActQuantParams>(a);
     const float *x = reinterpret_cast<const float *>(a.buffers[0]);
     for (int64_t r = begin; r < end; ++r) {
-        BlockQ8x2Act *blocks = reinterpret_cast<BlockQ8x2Act *>(a.buffers[1] + (size_t)r * p.out_row_bytes);
-        quantize_row_act_q8x2(x + (size_t)r * p.x_stride, blocks, p.K, reinterpret_cast<int16_t *>(blocks + p.K / QK_ACT));
+        BlockQ8x2Act *row = reinterpret_cast<BlockQ8x2Act *>(a.buffers[1] + (size_t)r * p.out_row_bytes);
+        quantize_row_act_q8x2(x + (size_t)r * p.x_stride, row, p.K, with_int16 ? q8x2_row_int16(row, p.K) : nullptr);
     }
 }
+}  // namespace
+
+// Unit = one activation row, for the r16 layout's GEMMs: the blocks alone, or (_panel) with the int16 values.
+void act_quant_q8x2_kernel(const KernelArgs &a, int64_t begin, int64_t end) { quantize_rows_q8x2(a, begin, end, false); }
+void act_quant_q8x2_panel_kernel(const KernelArgs &a, int64_t begin, int64_t end) { quantize_rows_q8x2(a, begin, end, true); }
 #endif
 
 }  // namespace akunu::cpu

@@ -21,6 +21,11 @@ void quantize_row_act(const float *x, BlockQ16Act *dst, int64_t k);
 // digits hi = q >> 7 and lo = q & 127; qsum = sum(q), sum = d * qsum. With q16, also the k q as int16
 // in element order, for the prefill GEMM over int16 weight panels (r16_panel_gemm.cpp).
 void quantize_row_act_q8x2(const float *x, BlockQ8x2Act *dst, int64_t k, int16_t *q16 = nullptr);
+// Where a row of k / 32 BlockQ8x2Act that carries its int16 values keeps them: right after the blocks.
+inline int16_t *q8x2_row_int16(BlockQ8x2Act *row, int64_t k) { return reinterpret_cast<int16_t *>(row + k / QK_ACT); }
+inline const int16_t *q8x2_row_int16(const BlockQ8x2Act *row, int64_t k) {
+    return reinterpret_cast<const int16_t *>(row + k / QK_ACT);
+}
 
 // What the dot product of a dtype wants as its activation row, on GGUF rows.
 enum class ActFormat { F32, Q16Act };

@@ -32,12 +32,11 @@ template <DType T> size_t repacked_size(size_t rows, size_t cols) { return repac
 template <DType T> void repack(const void *src, void *dst, size_t rows, size_t cols) {
     repack_weights(T, src, dst, (int64_t)rows, (int64_t)cols);
 }
-size_t repacked_act_bytes(size_t K) { return repacked_act_row_bytes(DType::Q4_0, (int64_t)K); }
+template <DType T> size_t repacked_act_bytes(size_t K) { return repacked_act_row_bytes(T, (int64_t)K); }
 #if defined(AKUNU_CPU_VNNI512)
 constexpr const char *kRepackedActQuant = "quantize_act_q8x2";
 // Q6_K's rows also carry the int16 values its prefill GEMM takes (r16_panel_gemm.cpp).
 constexpr const char *kPanelActQuant = "quantize_act_q8x2_panel";
-size_t panel_act_bytes(size_t K) { return repacked_act_row_bytes(DType::Q6_K, (int64_t)K); }
 #else
 constexpr const char *kRepackedActQuant = "quantize_act_q16";
 #endif
@@ -49,28 +48,28 @@ const DTypeDescriptor kCpuDTypes[] = {
     {DType::F32, "gemm_f32", "embedding_f32", nullptr, nullptr},
     {DType::F16, "gemm_f16", "embedding_f16", nullptr, nullptr},
     {DType::BF16, "gemm_bf16", "embedding_bf16", nullptr, nullptr},
-    {DType::Q8_0, "gemm_q8_0_repacked", "embedding_q8_0_repacked", kRepackedActQuant, repacked_act_bytes,
+    {DType::Q8_0, "gemm_q8_0_repacked", "embedding_q8_0_repacked", kRepackedActQuant, repacked_act_bytes<DType::Q8_0>,
      repacked_size<DType::Q8_0>, repack<DType::Q8_0>, (uint32_t)repack_row_group(DType::Q8_0)},
-    {DType::Q4_0, "gemm_q4_0_repacked", "embedding_q4_0_repacked", kRepackedActQuant, repacked_act_bytes,
+    {DType::Q4_0, "gemm_q4_0_repacked", "embedding_q4_0_repacked", kRepackedActQuant, repacked_act_bytes<DType::Q4_0>,
      repacked_size<DType::Q4_0>, repack<DType::Q4_0>, (uint32_t)repack_row_group(DType::Q4_0)},
-    {DType::Q4_1, "gemm_q4_1_repacked", "embedding_q4_1_repacked", kRepackedActQuant, repacked_act_bytes,
+    {DType::Q4_1, "gemm_q4_1_repacked", "embedding_q4_1_repacked", kRepackedActQuant, repacked_act_bytes<DType::Q4_1>,
      repacked_size<DType::Q4_1>, repack<DType::Q4_1>, (uint32_t)repack_row_group(DType::Q4_1)},
     // Group-scaled dtypes (kquant_kernels.h): GGUF rows as they are, except where this build has
     // an r16 layout for them (r16_kquant_layout.h).
 #if defined(AKUNU_CPU_VNNI512)
-    {DType::Q5_0, "gemm_q5_0_repacked", "embedding_q5_0_repacked", kRepackedActQuant, repacked_act_bytes,
+    {DType::Q5_0, "gemm_q5_0_repacked", "embedding_q5_0_repacked", kRepackedActQuant, repacked_act_bytes<DType::Q5_0>,
      repacked_size<DType::Q5_0>, repack<DType::Q5_0>, (uint32_t)repack_row_group(DType::Q5_0)},
-    {DType::Q4_K, "gemm_q4_k_repacked", "embedding_q4_k_repacked", kRepackedActQuant, repacked_act_bytes,
+    {DType::Q4_K, "gemm_q4_k_repacked", "embedding_q4_k_repacked", kRepackedActQuant, repacked_act_bytes<DType::Q4_K>,
      repacked_size<DType::Q4_K>, repack<DType::Q4_K>, (uint32_t)repack_row_group(DType::Q4_K)},
-    {DType::Q5_K, "gemm_q5_k_repacked", "embedding_q5_k_repacked", kRepackedActQuant, repacked_act_bytes,
+    {DType::Q5_K, "gemm_q5_k_repacked", "embedding_q5_k_repacked", kRepackedActQuant, repacked_act_bytes<DType::Q5_K>,
      repacked_size<DType::Q5_K>, repack<DType::Q5_K>, (uint32_t)repack_row_group(DType::Q5_K)},
-    {DType::Q6_K, "gemm_q6_k_repacked", "embedding_q6_k_repacked", kPanelActQuant, panel_act_bytes,
+    {DType::Q6_K, "gemm_q6_k_repacked", "embedding_q6_k_repacked", kPanelActQuant, repacked_act_bytes<DType::Q6_K>,
      repacked_size<DType::Q6_K>, repack<DType::Q6_K>, (uint32_t)repack_row_group(DType::Q6_K)},
-    {DType::Q5_1, "gemm_q5_1_repacked", "embedding_q5_1_repacked", kRepackedActQuant, repacked_act_bytes,
+    {DType::Q5_1, "gemm_q5_1_repacked", "embedding_q5_1_repacked", kRepackedActQuant, repacked_act_bytes<DType::Q5_1>,
      repacked_size<DType::Q5_1>, repack<DType::Q5_1>, (uint32_t)repack_row_group(DType::Q5_1)},
-    {DType::IQ4_NL, "gemm_iq4_nl_repacked", "embedding_iq4_nl_repacked", kRepackedActQuant, repacked_act_bytes,
+    {DType::IQ4_NL, "gemm_iq4_nl_repacked", "embedding_iq4_nl_repacked", kRepackedActQuant, repacked_act_bytes<DType::IQ4_NL>,
      repacked_size<DType::IQ4_NL>, repack<DType::IQ4_NL>, (uint32_t)repack_row_group(DType::IQ4_NL)},
-    {DType::IQ4_XS, "gemm_iq4_xs_repacked", "embedding_iq4_xs_repacked", kRepackedActQuant, repacked_act_bytes,
+    {DType::IQ4_XS, "gemm_iq4_xs_repacked", "embedding_iq4_xs_repacked", kRepackedActQuant, repacked_act_bytes<DType::IQ4_XS>,
      repacked_size<DType::IQ4_XS>, repack<DType::IQ4_XS>, (uint32_t)repack_row_group(DType::IQ4_XS)},
 #else
     {DType::Q5_0, "gemm_q5_0", "embedding_q5_0", "quantize_act_q16", q16_act_row_bytes},

@@ -260,7 +260,7 @@ size_t repacked_act_row_bytes(DType t, int64_t K) {
 }
 void quantize_row_act_repacked(DType t, const float *x, void *dst, int64_t k) {
     BlockQ8x2Act *blocks = static_cast<BlockQ8x2Act *>(dst);
-    quantize_row_act_q8x2(x, blocks, k, r16k::has_panel(t) ? reinterpret_cast<int16_t *>(blocks + k / QK_ACT) : nullptr);
+    quantize_row_act_q8x2(x, blocks, k, r16k::has_panel(t) ? q8x2_row_int16(blocks, k) : nullptr);
 }
 
 void gemm_rows_repacked(const GemmArgs &args, int64_t n_begin, int64_t n_end) {

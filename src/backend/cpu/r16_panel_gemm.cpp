@@ -15,6 +15,7 @@
 // vpdpbusd tile's, and the float steps after it (x a.d per sub-block, x d per superblock) are the
 // same too, so both paths give the same bits.
 #if defined(__GNUC__) && !defined(__clang__)
+// GCC 12's AVX-512 intrinsics start from an undefined vector and warn wherever they are inlined.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 #include "backend/cpu/r16_panel_gemm.h"
@@ -27,7 +28,9 @@
 #include <cstring>
 #include <vector>
 
+#include "backend/cpu/act_quant.h"
 #include "backend/cpu/r16_kquant_layout.h"
+#include "backend/cpu/repacked_gemm_loop.h"
 #include "core/kquant_blocks.h"
 #include "core/quant_blocks.h"
 
@@ -58,14 +61,13 @@ inline __m512i broadcast_pair(const int16_t *e) {
 // One panel (16 rows x K) against RM activation rows: out[m] lane l = dot(row l, activation row m).
 template <int RM>
 void panel_tile(const PanelVector *panel, const float *row_d, const uint8_t *x, size_t x_row_bytes, int64_t K, __m512 *out) {
-    const int64_t n_sub = K / QK_ACT;
     const BlockQ8x2Act *xb[RM];
     const int16_t *q16[RM];  // the rows' int16 values, read a pair (32 bits) at a time
     __m512 acc[RM];
     AKUNU_UNROLL
     for (int m = 0; m < RM; ++m) {
         xb[m] = reinterpret_cast<const BlockQ8x2Act *>(x + (size_t)m * x_row_bytes);
-        q16[m] = reinterpret_cast<const int16_t *>(xb[m] + n_sub);
+        q16[m] = q8x2_row_int16(xb[m], K);
         acc[m] = _mm512_setzero_ps();
     }
     for (int64_t b = 0; b < K / QK_K; ++b) {
@@ -116,22 +118,21 @@ struct PanelScratch {
 
 void panel_gemm_rows(const GemmArgs &a, int64_t n_begin, int64_t n_end) {
     static constexpr PanelTileTable table{};
-
     thread_local PanelScratch scratch;
     const int64_t K = a.K;
     const size_t group_bytes = (size_t)kRows * a.w_row_bytes;
     const size_t panel_vectors = (size_t)K / 2;  // 16 rows x K int16 = K / 2 vectors of 64 bytes
+    const size_t d_per_group = (size_t)(K / QK_K) * kRows;
     const int64_t per_chunk = std::max<int64_t>(1, (int64_t)(kPanelChunkBytes / (panel_vectors * sizeof(PanelVector))));
     const int64_t g_begin = n_begin / kRows, g_end = (n_end + kRows - 1) / kRows;
     const int64_t chunk = std::min(per_chunk, g_end - g_begin);
     scratch.panels.resize((size_t)chunk * panel_vectors);
-    scratch.row_d.resize((size_t)chunk * (size_t)(K / QK_K) * kRows);
+    scratch.row_d.resize((size_t)chunk * d_per_group);
     for (int64_t gc = g_begin; gc < g_end; gc += chunk) {
         const int64_t n_groups = std::min(chunk, g_end - gc);
         for (int64_t i = 0; i < n_groups; ++i)
-            group_panel(a.type, a.w + (size_t)(gc + i) * group_bytes, K,
-                        scratch.panels[(size_t)i * panel_vectors].pair,
-                        scratch.row_d.data() + (size_t)i * (size_t)(K / QK_K) * kRows);
+            group_panel(a.type, a.w + (size_t)(gc + i) * group_bytes, K, scratch.panels[(size_t)i * panel_vectors].pair,
+                        scratch.row_d.data() + (size_t)i * d_per_group);
         for (int64_t m = 0; m < a.M; m += kPanelTileM) {
             const int rm = (int)std::min<int64_t>(kPanelTileM, a.M - m);
             for (int64_t i = 0; i < n_groups; ++i) {
@@ -140,14 +141,9 @@ void panel_gemm_rows(const GemmArgs &a, int64_t n_begin, int64_t n_end) {
                 const int hi = (int)(std::min(n_end, row0 + kRows) - row0);
                 __m512 out[kPanelTileM];
                 table.fn[rm - 1](scratch.panels.data() + (size_t)i * panel_vectors,
-                                 scratch.row_d.data() + (size_t)i * (size_t)(K / QK_K) * kRows,
+                                 scratch.row_d.data() + (size_t)i * d_per_group,
                                  a.x + (size_t)m * a.x_row_bytes, a.x_row_bytes, K, out);
-                const __mmask16 keep = (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
-                for (int r = 0; r < rm; ++r) {
-                    float *y = a.y + (size_t)(m + r) * a.y_stride + row0;
-                    const __m512 v = a.accumulate ? _mm512_add_ps(_mm512_maskz_loadu_ps(keep, y), out[r]) : out[r];
-                    _mm512_mask_storeu_ps(y, keep, v);
-                }
+                store_r16_tile(a, out, m, rm, row0, lo, hi);
             }
         }
     }

@@ -45,6 +45,17 @@ inline void for_each_group_tile(const GemmArgs &a, int64_t n_begin, int64_t n_en
 // An r16 tile: one group of 16 rows against rm activation rows, out[m] lane l = dot(row l, row m).
 using R16TileFn = void (*)(const uint8_t *group, const uint8_t *x, size_t x_row_bytes, int64_t nb, __m512 *out);
 
+// An r16 tile's results out[i] (i < rm) into y rows m + i, columns row0 + [lo, hi): stored, or added
+// where a.accumulate.
+inline void store_r16_tile(const GemmArgs &a, const __m512 *out, int64_t m, int rm, int64_t row0, int lo, int hi) {
+    const __mmask16 keep = (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
+    for (int i = 0; i < rm; ++i) {
+        float *y = a.y + (size_t)(m + i) * a.y_stride + row0;
+        const __m512 v = a.accumulate ? _mm512_add_ps(_mm512_maskz_loadu_ps(keep, y), out[i]) : out[i];
+        _mm512_mask_storeu_ps(y, keep, v);
+    }
+}
+
 // Rows [n_begin, n_end) of an r16 GEMM (r16_layout.cpp, r16_kquant_layout.cpp): tiles[rm - 1] runs each
 // tile of rm activation rows over nb blocks; only the range's rows of a group are stored (or added).
 template <int kTileM>
@@ -52,12 +63,7 @@ inline void r16_gemm_rows(const GemmArgs &a, int64_t n_begin, int64_t n_end, int
     for_each_group_tile<16, kTileM>(a, n_begin, n_end, [&](const uint8_t *group, int64_t m, int rm, int64_t row0, int lo, int hi) {
         __m512 out[kTileM];
         tiles[rm - 1](group, a.x + (size_t)m * a.x_row_bytes, a.x_row_bytes, nb, out);
-        const __mmask16 keep = (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
-        for (int i = 0; i < rm; ++i) {
-            float *y = a.y + (size_t)(m + i) * a.y_stride + row0;
-            const __m512 v = a.accumulate ? _mm512_add_ps(_mm512_maskz_loadu_ps(keep, y), out[i]) : out[i];
-            _mm512_mask_storeu_ps(y, keep, v);
-        }
+        store_r16_tile(a, out, m, rm, row0, lo, hi);
     }, (size_t)(a.K / QK_ACT) * sizeof(BlockQ8x2Act));
 }
 #endif

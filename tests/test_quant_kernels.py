@@ -131,6 +131,17 @@ def quantize_act_q8x2_reference(x):
     return (q.astype(np.float64) * d.astype(np.float64)).reshape(x.shape)
 
 
+def quantize_act_q8x2_superblock_reference(x):
+    """The r16 layout's activation rule for Q6_K, per 256-block: d = amax/2047, q = x * (1/d) rounded
+    to nearest even, in float32 as the C++ does. Returns the dequantized values q*d."""
+    blocks = np.ascontiguousarray(x, dtype=np.float32).reshape(-1, 256)
+    d = (np.abs(blocks).max(axis=1, keepdims=True) / np.float32(2047)).astype(np.float32)
+    with np.errstate(divide="ignore"):
+        inv_d = np.where(d == 0, np.float32(0), np.float32(1) / d).astype(np.float32)
+    q = np.clip(np.rint((blocks * inv_d).astype(np.float32)), -2047, 2047)
+    return (q.astype(np.float64) * d.astype(np.float64)).reshape(x.shape)
+
+
 def quantize(x, name):
     """gguf-py's quantizer where it has one, else tests/gguf_kquants.py's (checked below)."""
     if name in GGUF_QUANTIZES:
@@ -193,6 +204,16 @@ def test_gemm_matches_float64_reference(name, k, m, weights):
 # r16 builds also Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K and IQ4_XS (src/backend/cpu/r16_kquant_layout.cpp).
 REPACKED = list(_testing.repacked_dtypes())
 REPACKED_ACT_REFERENCE = {"r8": quantize_act_reference, "r16": quantize_act_q8x2_reference}
+# Dtypes whose r16 activation rows have one scale per 256 elements (src/backend/cpu/act_quant.h,
+# docs/adr/0027): their GEMMs sum a superblock in int32, the tiles and the int16 panels alike.
+SUPERBLOCK_ACT = {"Q6_K"} if _testing.repacked_layout() == "r16" else set()
+
+
+def repacked_act_reference(name):
+    """The activation rule of the repacked GEMM of dtype name."""
+    if name in SUPERBLOCK_ACT:
+        return quantize_act_q8x2_superblock_reference
+    return REPACKED_ACT_REFERENCE[_testing.repacked_layout()]
 
 
 def test_repacked_dtypes_of_this_build():
@@ -218,7 +239,7 @@ def test_repacked_gemm_matches_reference(name, k, weights, n_rows, m):
     w_raw = (random_weights if weights == "quantized" else random_block_weights)(rng, name, n_rows, k)
     x = (rng.standard_normal((m, k)) * rng.uniform(0.1, 3.0, (m, 1))).astype(np.float32)
     w = gguf_dequantize(name, w_raw).astype(np.float64).reshape(n_rows, k)
-    xd = REPACKED_ACT_REFERENCE[_testing.repacked_layout()](x)
+    xd = repacked_act_reference(name)(x)
     ref = xd @ w.T
     scale = np.abs(xd) @ np.abs(w).T
     # Row ranges split as threads split them, including ranges that start/end inside a group.
@@ -232,10 +253,10 @@ def test_repacked_gemm_matches_reference(name, k, weights, n_rows, m):
 @pytest.mark.parametrize("sign", [1.0, -1.0])
 @pytest.mark.parametrize("m", [3, 32])
 def test_q6k_gemm_at_its_integer_bound(sign, m):
-    # Every quant 0 (value -32), every scale -128, activations all +-1 (q = +-16383): a 32-element
-    # sub-block's integer sum, both halves times their scales (the r16 kernels add them in int32:
-    # the vpdpbusd tiles below 32 rows, the int16 panels from 32), is +-2,147,352,576, 131,071 short
-    # of int32's limit.
+    # Every quant 0 (value -32), every scale -128, activations all +-1 (q = +-2047, one scale per
+    # superblock): a superblock's integer sum, which the r16 kernels add in int32 (the vpdpbusd tiles
+    # below 32 rows, the int16 panels from 32), is +-256 x 4096 x 2047 = +-2,146,435,072, 1,048,575
+    # short of int32's limit.
     n_rows, k = 16, 512
     block = np.zeros(BLOCK["Q6_K"][1], np.uint8)  # ql[128] qh[64] scales[16] d
     block[192:208] = 0x80
@@ -263,7 +284,7 @@ def test_repacked_prefill_gemm_same_bits_as_one_row(name, weights, m):
     rows = np.stack([np.asarray(_testing.gemm(name, w_raw.tobytes(), n_rows, k, x[i:i + 1], repacked=True))[0]
                      for i in range(m)])
     w = gguf_dequantize(name, w_raw).astype(np.float64).reshape(n_rows, k)
-    xd = REPACKED_ACT_REFERENCE[_testing.repacked_layout()](x)
+    xd = repacked_act_reference(name)(x)
     err = np.abs(rows - xd @ w.T) / (np.abs(xd) @ np.abs(w).T + 1e-30)
     assert err.max() < 1e-5, f"max relative error {err.max():.3g}"
     for row_chunk in (0, 3, 16):

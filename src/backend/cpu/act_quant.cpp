@@ -122,21 +122,26 @@ void act_quant_q16_kernel(const KernelArgs &a, int64_t begin, int64_t end) {
 
 #if defined(AKUNU_CPU_VNNI512)
 namespace {
-// Rows [begin, end) -> two-digit int8 blocks (BlockQ8x2Act), each row followed by its int16 values
-// when with_int16 (the rows r16k::panel_gemm_rows reads).
-void quantize_rows_q8x2(const KernelArgs &a, int64_t begin, int64_t end, bool with_int16) {
+// Rows [begin, end) -> two-digit int8 blocks (BlockQ8x2Act): a d per block, or (superblocks) a d per
+// 256 elements and each row followed by its int16 values (the rows r16k::panel_gemm_rows reads).
+void quantize_rows_q8x2(const KernelArgs &a, int64_t begin, int64_t end, bool superblocks) {
     const ActQuantParams &p = params_of<ActQuantParams>(a);
     const float *x = reinterpret_cast<const float *>(a.buffers[0]);
     for (int64_t r = begin; r < end; ++r) {
         BlockQ8x2Act *row = reinterpret_cast<BlockQ8x2Act *>(a.buffers[1] + (size_t)r * p.out_row_bytes);
-        quantize_row_act_q8x2(x + (size_t)r * p.x_stride, row, p.K, with_int16 ? q8x2_row_int16(row, p.K) : nullptr);
+        const float *xr = x + (size_t)r * p.x_stride;
+        if (superblocks) quantize_row_act_q8x2_superblocks(xr, row, p.K, q8x2_row_int16(row, p.K));
+        else quantize_row_act_q8x2(xr, row, p.K);
     }
 }
 }  // namespace
 
-// Unit = one activation row, for the r16 layout's GEMMs: the blocks alone, or (_panel) with the int16 values.
+// Unit = one activation row, for the r16 layout's GEMMs: blocks with their own d, or (_superblocks)
+// a d per 256 elements and the int16 values.
 void act_quant_q8x2_kernel(const KernelArgs &a, int64_t begin, int64_t end) { quantize_rows_q8x2(a, begin, end, false); }
-void act_quant_q8x2_panel_kernel(const KernelArgs &a, int64_t begin, int64_t end) { quantize_rows_q8x2(a, begin, end, true); }
+void act_quant_q8x2_superblocks_kernel(const KernelArgs &a, int64_t begin, int64_t end) {
+    quantize_rows_q8x2(a, begin, end, true);
+}
 #endif
 
 }  // namespace akunu::cpu

@@ -35,8 +35,9 @@ template <DType T> void repack(const void *src, void *dst, size_t rows, size_t c
 template <DType T> size_t repacked_act_bytes(size_t K) { return repacked_act_row_bytes(T, (int64_t)K); }
 #if defined(AKUNU_CPU_VNNI512)
 constexpr const char *kRepackedActQuant = "quantize_act_q8x2";
-// Q6_K's rows also carry the int16 values its prefill GEMM takes (r16_panel_gemm.cpp).
-constexpr const char *kPanelActQuant = "quantize_act_q8x2_panel";
+// Q6_K's rows take one scale per superblock and also carry the int16 values its prefill GEMM takes
+// (r16_panel_gemm.cpp, docs/adr/0027).
+constexpr const char *kSuperblockActQuant = "quantize_act_q8x2_superblocks";
 #else
 constexpr const char *kRepackedActQuant = "quantize_act_q16";
 #endif
@@ -63,7 +64,7 @@ const DTypeDescriptor kCpuDTypes[] = {
      repacked_size<DType::Q4_K>, repack<DType::Q4_K>, (uint32_t)repack_row_group(DType::Q4_K)},
     {DType::Q5_K, "gemm_q5_k_repacked", "embedding_q5_k_repacked", kRepackedActQuant, repacked_act_bytes<DType::Q5_K>,
      repacked_size<DType::Q5_K>, repack<DType::Q5_K>, (uint32_t)repack_row_group(DType::Q5_K)},
-    {DType::Q6_K, "gemm_q6_k_repacked", "embedding_q6_k_repacked", kPanelActQuant, repacked_act_bytes<DType::Q6_K>,
+    {DType::Q6_K, "gemm_q6_k_repacked", "embedding_q6_k_repacked", kSuperblockActQuant, repacked_act_bytes<DType::Q6_K>,
      repacked_size<DType::Q6_K>, repack<DType::Q6_K>, (uint32_t)repack_row_group(DType::Q6_K)},
     {DType::Q5_1, "gemm_q5_1_repacked", "embedding_q5_1_repacked", kRepackedActQuant, repacked_act_bytes<DType::Q5_1>,
      repacked_size<DType::Q5_1>, repack<DType::Q5_1>, (uint32_t)repack_row_group(DType::Q5_1)},

@@ -52,7 +52,7 @@ const KernelEntry kKernels[] = {
     {"quantize_act_q16", act_quant_q16_kernel},
 #if defined(AKUNU_CPU_VNNI512)
     {"quantize_act_q8x2", act_quant_q8x2_kernel},
-    {"quantize_act_q8x2_panel", act_quant_q8x2_panel_kernel},
+    {"quantize_act_q8x2_superblocks", act_quant_q8x2_superblocks_kernel},
     {"gemm_q5_0_repacked", gemm_repacked_kernel<DType::Q5_0>},
     {"gemm_q4_k_repacked", gemm_repacked_kernel<DType::Q4_K>},
     {"gemm_q5_k_repacked", gemm_repacked_kernel<DType::Q5_K>},

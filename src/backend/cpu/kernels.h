@@ -12,7 +12,7 @@ template <DType T> void embedding_repacked_kernel(const KernelArgs &a, int64_t b
 template <DType T> void gemm_repacked_kernel(const KernelArgs &a, int64_t begin, int64_t end);       // gemm.cpp
 void act_quant_q16_kernel(const KernelArgs &a, int64_t begin, int64_t end);                  // act_quant.cpp
 void act_quant_q8x2_kernel(const KernelArgs &a, int64_t begin, int64_t end);        // act_quant.cpp (AVX-512 VNNI builds)
-void act_quant_q8x2_panel_kernel(const KernelArgs &a, int64_t begin, int64_t end);  // act_quant.cpp (AVX-512 VNNI builds)
+void act_quant_q8x2_superblocks_kernel(const KernelArgs &a, int64_t begin, int64_t end);  // act_quant.cpp (AVX-512 VNNI builds)
 void rmsnorm_kernel(const KernelArgs &a, int64_t begin, int64_t end);                        // norm.cpp
 void rmsnorm_add_kernel(const KernelArgs &a, int64_t begin, int64_t end);                    // norm.cpp
 void head_rmsnorm_kernel(const KernelArgs &a, int64_t begin, int64_t end);                   // norm.cpp

@@ -28,10 +28,12 @@
 // Values: Q5_0 d (u - 16); Q5_1 d u + m; IQ4_NL d (u - 128); IQ4_XS d (ls_j - 32) (u - 128);
 // Q4_K / Q5_K (d sc_j) u - dmin m_j per 32 elements; Q6_K d sc_g (u - 32) per 16. The integer dots
 // sum u x q exactly in int32 (u <= 241, |q| <= 16383); the offsets come back as offset x (sum of
-// q): per 32 elements from BlockQ8x2Act::qsum, per 16 with qsum_lo.
+// q): per 32 elements from BlockQ8x2Act::qsum, per 16 with qsum_lo. Q6_K's activation rows have one
+// d per superblock (|q| <= 2047), so its superblocks sum in int32 (Factors<Q6_K>).
 #if defined(__GNUC__) && !defined(__clang__)
 // GCC 12's AVX-512 intrinsics start from an undefined vector and warn wherever they are inlined.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 #include "backend/cpu/r16_kquant_layout.h"
 
@@ -461,11 +463,12 @@ template <> struct Factors<DType::Q5_K> : ScaleMinK {
     using ScaleMinK::ScaleMinK;
 };
 
-// Q6_K: value d sc_g (u - 32) per 16 elements. The int8 scales are applied in integers, the two
-// halves of a sub-block summed in int32 (exact: |sum (u - 32) q| <= 16 x 32 x 16383 a half, times
-// |sc| <= 128, twice, is below 2^31), so each activation row and sub-block costs one FMA; d, per
-// row and superblock, multiplies a superblock's sum once (tile()). On Zen 4 float multiplies and
-// FMAs share vpdpbusd's pipes and vpmulld half-shares them (tools/vnni_probe.c).
+// Q6_K: value d sc_g (u - 32) per 16 elements, against activations with one d per superblock
+// (quantize_row_act_q8x2_superblocks, |q| <= 2047: docs/adr/0027). The int8 scales are applied in
+// integers and the whole superblock summed in int32 (exact: at most 256 x 4096 x 2047 < 2^31, as in
+// r16_panel_gemm.cpp, whose integers and float steps these are), so each activation row costs one
+// multiply and one FMA a superblock (tile()). On Zen 4 float multiplies and FMAs share vpdpbusd's
+// pipes and vpmulld half-shares them (tools/vnni_probe.c).
 template <> struct Factors<DType::Q6_K> {
     __m512 d;
     const int8_t *scales;  // plane g: the int8 scale of 16-element group g, per row
@@ -475,13 +478,12 @@ template <> struct Factors<DType::Q6_K> {
     __m512i group_scale(int g) const {
         return _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(scales + 16 * g)));
     }
-    // One activation row's sub-block: sb += a.d * (sc_0 (isum_0 - 32 qsum_0) + sc_1 (isum_1 - 32 qsum_1)).
-    AKUNU_ALWAYS_INLINE void accumulate(const __m512i (&hi)[2], const __m512i (&lo)[2], const BlockQ8x2Act &a,
-                                        __m512 &sb, __m512i scale0, __m512i scale1) const {
+    // One activation row's sub-block: isum += sc_0 (isum_0 - 32 qsum_0) + sc_1 (isum_1 - 32 qsum_1).
+    AKUNU_ALWAYS_INLINE void accumulate(const __m512i (&hi)[2], const __m512i (&lo)[2], __m512i &isum, __m512i scale0,
+                                        __m512i scale1) const {
         const __m512i i0 = _mm512_add_epi32(_mm512_slli_epi32(hi[0], 7), lo[0]);
         const __m512i i1 = _mm512_add_epi32(_mm512_slli_epi32(hi[1], 7), lo[1]);
-        const __m512i isum = _mm512_add_epi32(_mm512_mullo_epi32(i0, scale0), _mm512_mullo_epi32(i1, scale1));
-        sb = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(a.d), sb);
+        isum = _mm512_add_epi32(isum, _mm512_add_epi32(_mm512_mullo_epi32(i0, scale0), _mm512_mullo_epi32(i1, scale1)));
     }
 };
 
@@ -563,9 +565,9 @@ AKUNU_ALWAYS_INLINE void chunk_dots(const uint8_t *sub, __m512i bits0, __m512i b
 // Sub-block S of a group-block (and, recursively, the ones after it) into acc: its integer dots
 // (hi[m][h] / lo[m][h]: the 16 rows' dots of elements 16 h .. 16 h + 15 with activation row m's
 // high / low digit), then the format's factors.
-template <DType T, int RM, int S>
+template <DType T, int RM, int S, class Acc>
 AKUNU_ALWAYS_INLINE void sub_blocks(const Factors<T> &f, const uint8_t *gb, const BlockQ8x2Act *const (&xb)[RM],
-                                    __m512 (&acc)[RM]) {
+                                    Acc (&acc)[RM]) {
     const uint8_t *sub = gb + Geom<T>::kHeader + S * kSubBytes<T>;
     const BlockQ8x2Act *a[RM];
     __m512i hi[RM][2], lo[RM][2];
@@ -601,14 +603,14 @@ AKUNU_ALWAYS_INLINE void sub_blocks(const Factors<T> &f, const uint8_t *gb, cons
     } else if constexpr (T == DType::Q6_K) {
         const __m512i scale0 = f.group_scale(2 * S), scale1 = f.group_scale(2 * S + 1);
         AKUNU_UNROLL
-        for (int m = 0; m < RM; ++m) f.accumulate(hi[m], lo[m], *a[m], acc[m], scale0, scale1);
+        for (int m = 0; m < RM; ++m) f.accumulate(hi[m], lo[m], acc[m], scale0, scale1);
     } else {
         const __m512 scale = _mm512_mul_ps(f.d, ScaleMinK::lane_as_floats<S>(S < 4 ? f.sc03 : f.sc47));
         const __m512 min = _mm512_mul_ps(f.dmin, ScaleMinK::lane_as_floats<S>(S < 4 ? f.m03 : f.m47));
         AKUNU_UNROLL
         for (int m = 0; m < RM; ++m) f.accumulate(hi[m], lo[m], *a[m], acc[m], scale, min);
     }
-    if constexpr (S + 1 < kSubBlocks<T>) sub_blocks<T, RM, S + 1>(f, gb, xb, acc);
+    if constexpr (S + 1 < kSubBlocks<T>) sub_blocks<T, RM, S + 1, Acc>(f, gb, xb, acc);
 }
 
 // One group of 16 rows against RM activation rows: out[m] lane l = dot(row l, activation row m).
@@ -627,13 +629,14 @@ void tile(const uint8_t *group, const uint8_t *x, size_t x_row_bytes, int64_t nb
         AKUNU_UNROLL
         for (int m = 0; m < RM; ++m) xb[m] = xr[m] + b * kSubBlocks<T>;
         const Factors<T> f(gb);
-        if constexpr (T == DType::Q6_K) {  // the superblock's sums, then d once (see Factors<Q6_K>)
-            __m512 sb[RM];
+        if constexpr (T == DType::Q6_K) {  // the superblock's integer sums, then a.d and d once (see Factors<Q6_K>)
+            __m512i isum[RM];
             AKUNU_UNROLL
-            for (int m = 0; m < RM; ++m) sb[m] = _mm512_setzero_ps();
-            sub_blocks<T, RM, 0>(f, gb, xb, sb);
+            for (int m = 0; m < RM; ++m) isum[m] = _mm512_setzero_si512();
+            sub_blocks<T, RM, 0>(f, gb, xb, isum);
             AKUNU_UNROLL
-            for (int m = 0; m < RM; ++m) acc[m] = _mm512_fmadd_ps(sb[m], f.d, acc[m]);
+            for (int m = 0; m < RM; ++m)
+                acc[m] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(isum[m]), _mm512_set1_ps(xb[m]->d)), f.d, acc[m]);
         } else {
             sub_blocks<T, RM, 0>(f, gb, xb, acc);
         }

@@ -25,6 +25,7 @@
 #include "backend/cpu/dequantize.h"
 #include "backend/cpu/r16_kquant_layout.h"
 #include "backend/cpu/repacked_gemm_loop.h"
+#include "core/kquant_blocks.h"
 
 #include <algorithm>
 #include <cmath>
@@ -223,35 +224,54 @@ template <DType T> void gemm_rows_r16(const GemmArgs &a, int64_t n_begin, int64_
 
 constexpr float kQ8x2Max = 16383.0f;  // q = 128 * hi + lo must keep hi within int8
 
+// One 32-element block with scale d: q = x / d rounded to nearest (even on ties), clamped to
+// +-q_max, hi = q >> 7 (arithmetic), lo = q & 127, qsum = sum(q), qsum_lo = the sum of the first
+// 16, sum = d * qsum; and q as int16 in q16 when given.
+void quantize_block_q8x2(const float *x, float d, float q_max, BlockQ8x2Act &o, int16_t *q16) {
+    const __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
+    // amax may be inf or NaN (a broken model): clamp so the int conversion stays defined.
+    const __m512 id = _mm512_set1_ps(d > 0.0f && std::isfinite(d) ? 1.0f / d : 0.0f);
+    const __m512 lo_lim = _mm512_set1_ps(-q_max), hi_lim = _mm512_set1_ps(q_max);
+    const __m512i q0 = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(v0, id), lo_lim), hi_lim));
+    const __m512i q1 = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(v1, id), lo_lim), hi_lim));
+    const __m512i seven_bits = _mm512_set1_epi32(127);
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(o.hi), _mm512_cvtepi32_epi8(_mm512_srai_epi32(q0, 7)));
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(o.hi + 16), _mm512_cvtepi32_epi8(_mm512_srai_epi32(q1, 7)));
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(o.lo), _mm512_cvtepi32_epi8(_mm512_and_si512(q0, seven_bits)));
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(o.lo + 16), _mm512_cvtepi32_epi8(_mm512_and_si512(q1, seven_bits)));
+    if (q16) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(q16), _mm512_cvtepi32_epi16(q0));
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(q16 + 16), _mm512_cvtepi32_epi16(q1));
+    }
+    o.qsum_lo = _mm512_reduce_add_epi32(q0);
+    o.qsum = o.qsum_lo + _mm512_reduce_add_epi32(q1);
+    o.d = d;
+    o.sum = d * (float)o.qsum;
+}
+
+float abs_max(const float *x, int n) {
+    __m512 m = _mm512_setzero_ps();
+    for (int i = 0; i < n; i += 16) m = _mm512_max_ps(m, _mm512_abs_ps(_mm512_loadu_ps(x + i)));
+    return _mm512_reduce_max_ps(m);
+}
+
 }  // namespace
 
-// d = max|x| / 16383, q = x / d rounded to nearest (even on ties), hi = q >> 7 (arithmetic),
-// lo = q & 127, qsum = sum(q), qsum_lo = the sum of the first 16, sum = d * qsum; and q as int16 in
-// q16 when given.
-void quantize_row_act_q8x2(const float *x, BlockQ8x2Act *dst, int64_t k, int16_t *q16) {
-    for (int64_t b = 0; b < k / QK_ACT; ++b) {
-        const __m512 v0 = _mm512_loadu_ps(x + b * QK_ACT), v1 = _mm512_loadu_ps(x + b * QK_ACT + 16);
-        const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
-        const float d = amax / kQ8x2Max;
-        // amax may be inf or NaN (a broken model): clamp so the int conversion stays defined.
-        const __m512 id = _mm512_set1_ps(d > 0.0f && std::isfinite(d) ? 1.0f / d : 0.0f);
-        const __m512 lo_lim = _mm512_set1_ps(-kQ8x2Max), hi_lim = _mm512_set1_ps(kQ8x2Max);
-        const __m512i q0 = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(v0, id), lo_lim), hi_lim));
-        const __m512i q1 = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(v1, id), lo_lim), hi_lim));
-        BlockQ8x2Act &o = dst[b];
-        const __m512i seven_bits = _mm512_set1_epi32(127);
-        _mm_storeu_si128(reinterpret_cast<__m128i *>(o.hi), _mm512_cvtepi32_epi8(_mm512_srai_epi32(q0, 7)));
-        _mm_storeu_si128(reinterpret_cast<__m128i *>(o.hi + 16), _mm512_cvtepi32_epi8(_mm512_srai_epi32(q1, 7)));
-        _mm_storeu_si128(reinterpret_cast<__m128i *>(o.lo), _mm512_cvtepi32_epi8(_mm512_and_si512(q0, seven_bits)));
-        _mm_storeu_si128(reinterpret_cast<__m128i *>(o.lo + 16), _mm512_cvtepi32_epi8(_mm512_and_si512(q1, seven_bits)));
-        if (q16) {
-            _mm256_storeu_si256(reinterpret_cast<__m256i *>(q16 + b * QK_ACT), _mm512_cvtepi32_epi16(q0));
-            _mm256_storeu_si256(reinterpret_cast<__m256i *>(q16 + b * QK_ACT + 16), _mm512_cvtepi32_epi16(q1));
+// d = max|x| / 16383 per block.
+void quantize_row_act_q8x2(const float *x, BlockQ8x2Act *dst, int64_t k) {
+    for (int64_t b = 0; b < k / QK_ACT; ++b)
+        quantize_block_q8x2(x + b * QK_ACT, abs_max(x + b * QK_ACT, QK_ACT) / kQ8x2Max, kQ8x2Max, dst[b], nullptr);
+}
+
+// d = max|x| / 2047 per superblock, in each of its blocks.
+void quantize_row_act_q8x2_superblocks(const float *x, BlockQ8x2Act *dst, int64_t k, int16_t *q16) {
+    constexpr int kBlocks = QK_K / QK_ACT;
+    for (int64_t s = 0; s < k / QK_K; ++s) {
+        const float d = abs_max(x + s * QK_K, QK_K) / kQ8x2SuperblockMax;
+        for (int j = 0; j < kBlocks; ++j) {
+            const int64_t b = s * kBlocks + j;
+            quantize_block_q8x2(x + b * QK_ACT, d, kQ8x2SuperblockMax, dst[b], q16 ? q16 + b * QK_ACT : nullptr);
         }
-        o.qsum_lo = _mm512_reduce_add_epi32(q0);
-        o.qsum = o.qsum_lo + _mm512_reduce_add_epi32(q1);
-        o.d = d;
-        o.sum = d * (float)o.qsum;
     }
 }
 
@@ -260,7 +280,8 @@ size_t repacked_act_row_bytes(DType t, int64_t K) {
 }
 void quantize_row_act_repacked(DType t, const float *x, void *dst, int64_t k) {
     BlockQ8x2Act *blocks = static_cast<BlockQ8x2Act *>(dst);
-    quantize_row_act_q8x2(x, blocks, k, r16k::has_panel(t) ? q8x2_row_int16(blocks, k) : nullptr);
+    if (r16k::has_panel(t)) quantize_row_act_q8x2_superblocks(x, blocks, k, q8x2_row_int16(blocks, k));
+    else quantize_row_act_q8x2(x, blocks, k);
 }
 
 void gemm_rows_repacked(const GemmArgs &args, int64_t n_begin, int64_t n_end) {

@@ -6,14 +6,16 @@
 // that overhead, not the dot products, took most of the time (docs/experiments.md, "CPU: where the
 // Q6_K prefill GEMM's time goes"). Here a thread turns a few 16-row groups at a time into int16
 // panels, sc (u - 32) per weight (r16k::group_panel), and every activation row then passes them with
-// one vpdpwssd per pair of elements against its int16 row (the second half of quantize_row_act_q8x2's
-// row): 32 products an instruction, as two digits' vpdpbusd give, with no unpacking, no scales and no
-// digits to recombine. A panel is made once per group and used by all M rows.
+// one vpdpwssd per pair of elements against its int16 values
+// (quantize_row_act_q8x2_superblocks): 32 products an instruction, as two digits' vpdpbusd give,
+// with no unpacking, no scales and no digits to recombine. A panel is made once per group and used
+// by all M rows.
 //
-// Exactness: a 32-element sub-block's sum of sc (u - 32) q is at most 32 x 4096 x 16383 =
-// 2,147,352,576 in magnitude, below 2^31, so it is exact in int32; it is the same integer as the
-// vpdpbusd tile's, and the float steps after it (x a.d per sub-block, x d per superblock) are the
-// same too, so both paths give the same bits.
+// Q6_K's activations have one scale per superblock (ADR 0027), so a superblock's 256 products sum in
+// int32 and turn into floats once, (sum x a.d) x d. Exact: |sc (u - 32)| <= 128 x 32 = 4096 and
+// |q| <= 2047, so the sum is at most 256 x 4096 x 2047 = 2,146,435,072 in magnitude, below 2^31. It
+// is the same integer the vpdpbusd tiles form and the float steps after it are the same too, so both
+// kernels give the same bits.
 #if defined(__GNUC__) && !defined(__clang__)
 // GCC 12's AVX-512 intrinsics start from an undefined vector and warn wherever they are inlined.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -61,8 +63,8 @@ inline __m512i broadcast_pair(const int16_t *e) {
 // One panel (16 rows x K) against RM activation rows: out[m] lane l = dot(row l, activation row m).
 template <int RM>
 void panel_tile(const PanelVector *panel, const float *row_d, const uint8_t *x, size_t x_row_bytes, int64_t K, __m512 *out) {
-    const BlockQ8x2Act *xb[RM];
-    const int16_t *q16[RM];  // the rows' int16 values, read a pair (32 bits) at a time
+    const BlockQ8x2Act *xb[RM];  // the rows' blocks, for their d (one per superblock)
+    const int16_t *q16[RM];      // the rows' int16 values, read a pair (32 bits) at a time
     __m512 acc[RM];
     AKUNU_UNROLL
     for (int m = 0; m < RM; ++m) {
@@ -71,27 +73,23 @@ void panel_tile(const PanelVector *panel, const float *row_d, const uint8_t *x, 
         acc[m] = _mm512_setzero_ps();
     }
     for (int64_t b = 0; b < K / QK_K; ++b) {
-        __m512 sb[RM];
+        const PanelVector *w = panel + (QK_K / 2) * b;  // 2 elements a vector
+        __m512i dot[RM];
         AKUNU_UNROLL
-        for (int m = 0; m < RM; ++m) sb[m] = _mm512_setzero_ps();
-        for (int s = 0; s < QK_K / QK_ACT; ++s) {
-            const int64_t sub = b * (QK_K / QK_ACT) + s;
-            const PanelVector *w = panel + 16 * sub;
-            __m512i dot[RM];
+        for (int m = 0; m < RM; ++m) dot[m] = _mm512_setzero_si512();
+        for (int p = 0; p < QK_K / 2; p += 16) {
             AKUNU_UNROLL
-            for (int m = 0; m < RM; ++m) dot[m] = _mm512_setzero_si512();
-            AKUNU_UNROLL
-            for (int p = 0; p < 16; ++p) {
-                const __m512i wp = _mm512_load_si512(w[p].pair);
+            for (int i = 0; i < 16; ++i) {
+                const __m512i wp = _mm512_load_si512(w[p + i].pair);
                 AKUNU_UNROLL
-                for (int m = 0; m < RM; ++m) dot[m] = _mm512_dpwssd_epi32(dot[m], wp, broadcast_pair(q16[m] + 32 * sub + 2 * p));
+                for (int m = 0; m < RM; ++m)
+                    dot[m] = _mm512_dpwssd_epi32(dot[m], wp, broadcast_pair(q16[m] + QK_K * b + 2 * (p + i)));
             }
-            AKUNU_UNROLL
-            for (int m = 0; m < RM; ++m) sb[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[m]), _mm512_set1_ps(xb[m][sub].d), sb[m]);
         }
         const __m512 d = _mm512_loadu_ps(row_d + kRows * b);
         AKUNU_UNROLL
-        for (int m = 0; m < RM; ++m) acc[m] = _mm512_fmadd_ps(sb[m], d, acc[m]);
+        for (int m = 0; m < RM; ++m)
+            acc[m] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(dot[m]), _mm512_set1_ps(xb[m][b * (QK_K / QK_ACT)].d)), d, acc[m]);
     }
     AKUNU_UNROLL
     for (int m = 0; m < RM; ++m) out[m] = acc[m];

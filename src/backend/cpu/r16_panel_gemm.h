@@ -8,12 +8,12 @@
 namespace akunu::cpu::r16k {
 
 // Activation rows from which the panel GEMM replaces the vpdpbusd tiles (r16_kquant_layout.cpp):
-// below it a group's panel costs more to make than it saves (Zen 4, one thread, 2048 x 8192 Q6_K:
-// 4.03 against 4.33 ms at 16 rows, 7.29 against 7.18 ms at 32).
+// below it a group's panel costs more to make than it saves (Zen 4, one thread, 2048 x 8192 Q6_K,
+// tiles against panels: 4.0 against 4.3 ms at 16 rows, 5.7 against 5.5 at 24, 6.9 against 6.9 at 32).
 constexpr int64_t kPanelMinRows = 32;
 
 // Rows [n_begin, n_end) of a GEMM of r16 weights (a dtype with has_panel) against r16 activation rows
-// (quantize_row_act_q8x2: the blocks, then the row as int16).
+// (quantize_row_act_q8x2_superblocks: the blocks, then the row as int16).
 void panel_gemm_rows(const GemmArgs &a, int64_t n_begin, int64_t n_end);
 
 }  // namespace akunu::cpu::r16k

@@ -10,6 +10,7 @@
 # change) reversed, so 'before= after=' compares a change with its parent.
 # SHAPE:DTYPE: a cuda/bench/bench_decode.py shape and a GGUF dtype (e.g. llama-3.1-8b:Q4_K); the file is written
 # once per machine, with the llama-bpe vocabulary.
+# BENCH_ARGS: more bench_decode.py arguments for every run (e.g. '-d 16384': tg128 after that many cached keys).
 # TEST_VARIANT=NAME: afterwards run tests/test_cuda.py on that build (TEST_K: only what pytest -k selects).
 # Prepare the ignored .devcarry/ folder as tools/device_cuda_check.sh says (wheels, tokenizer GGUFs; for
 # TEST_VARIANT also the pytest-xdist and execnet wheels), and call with
@@ -47,7 +48,7 @@ for c in $cases; do
   for round in $(seq 1 $rounds); do
     for name in "${names[@]}"; do
       PYTHONPATH=/tmp/ab_$name:/tmp/site timeout 120 python3 cuda/bench/bench_decode.py -r 3 --shape ${c%%:*} \
-        --dtype ${c##*:} --vocab-gguf /dev/null | grep RESULT | sed "s/^/$name /"
+        --dtype ${c##*:} --vocab-gguf /dev/null ${BENCH_ARGS:-} | grep RESULT | sed "s/^/$name /"
     done
   done
 done

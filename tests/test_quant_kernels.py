@@ -120,26 +120,25 @@ def quantize_act_reference(x):
     return (q.astype(np.float64) * d.astype(np.float64)).reshape(x.shape)
 
 
-def quantize_act_q8x2_reference(x):
-    """The r16 layout's activation rule per 32-block: d = amax/16383, q = x * (1/d) rounded to
-    nearest even, in float32 as the C++ does. Returns the dequantized values q*d."""
-    blocks = np.ascontiguousarray(x, dtype=np.float32).reshape(-1, 32)
-    d = (np.abs(blocks).max(axis=1, keepdims=True) / np.float32(16383)).astype(np.float32)
+def quantize_blocks_nearest_even(x, block, q_max):
+    """Per block of `block` elements: d = amax/q_max, q = x * (1/d) rounded to nearest even, clamped
+    to +-q_max, in float32 as the C++ does. Returns the dequantized values q*d."""
+    blocks = np.ascontiguousarray(x, dtype=np.float32).reshape(-1, block)
+    d = (np.abs(blocks).max(axis=1, keepdims=True) / np.float32(q_max)).astype(np.float32)
     with np.errstate(divide="ignore"):
         inv_d = np.where(d == 0, np.float32(0), np.float32(1) / d).astype(np.float32)
-    q = np.clip(np.rint((blocks * inv_d).astype(np.float32)), -16383, 16383)
+    q = np.clip(np.rint((blocks * inv_d).astype(np.float32)), -q_max, q_max)
     return (q.astype(np.float64) * d.astype(np.float64)).reshape(x.shape)
+
+
+def quantize_act_q8x2_reference(x):
+    """The r16 layout's activation rule: per 32-block, d = amax/16383."""
+    return quantize_blocks_nearest_even(x, 32, 16383)
 
 
 def quantize_act_q8x2_superblock_reference(x):
-    """The r16 layout's activation rule for Q6_K, per 256-block: d = amax/2047, q = x * (1/d) rounded
-    to nearest even, in float32 as the C++ does. Returns the dequantized values q*d."""
-    blocks = np.ascontiguousarray(x, dtype=np.float32).reshape(-1, 256)
-    d = (np.abs(blocks).max(axis=1, keepdims=True) / np.float32(2047)).astype(np.float32)
-    with np.errstate(divide="ignore"):
-        inv_d = np.where(d == 0, np.float32(0), np.float32(1) / d).astype(np.float32)
-    q = np.clip(np.rint((blocks * inv_d).astype(np.float32)), -2047, 2047)
-    return (q.astype(np.float64) * d.astype(np.float64)).reshape(x.shape)
+    """The r16 layout's activation rule for Q6_K: per 256-block, d = amax/2047."""
+    return quantize_blocks_nearest_even(x, 256, 2047)
 
 
 def quantize(x, name):

@@ -270,7 +270,7 @@ void quantize_row_act_q8x2_superblocks(const float *x, BlockQ8x2Act *dst, int64_
         const float d = abs_max(x + s * QK_K, QK_K) / kQ8x2SuperblockMax;
         for (int j = 0; j < kBlocks; ++j) {
             const int64_t b = s * kBlocks + j;
-            quantize_block_q8x2(x + b * QK_ACT, d, kQ8x2SuperblockMax, dst[b], q16 ? q16 + b * QK_ACT : nullptr);
+            quantize_block_q8x2(x + b * QK_ACT, d, kQ8x2SuperblockMax, dst[b], q16 + b * QK_ACT);
         }
     }
 }

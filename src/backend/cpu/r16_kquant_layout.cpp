@@ -15,15 +15,19 @@
 //   IQ4_XS        fp16 d[16] | u16 scales_h[16] | scales_l[4][16]   128 bytes
 //   Q4_K, Q5_K    fp16 d[16] | fp16 dmin[16] | scales[12][16]       256 bytes (GGUF's 12 packed bytes)
 //   Q6_K          fp16 d[16] | int8 scales[16][16]                  288 bytes
-// sub-block: the quants as unsigned numbers u (the value is a function of u and the factors):
-//   4 nibble chunks of 64 bytes: chunk c, byte 4 l + b = row l's low 4 bits of element 4 c + b (low
-//     nibble) and of element 16 + 4 c + b (high nibble), Q4_0's order;
-//   then the higher bits, 64 bytes per bit: "vector" k (k = 0..7) being elements 4 k .. 4 k + 3,
-//     Q5 (1 bit):  byte 4 l + b, bit k          = bit 4 of row l's element 4 k + b;
-//     Q6 (2 bits): chunk k / 4, byte 4 l + b, bits 2 (k % 4) .. + 1 = bits 4, 5 of that element.
-// A vector's bytes come out of a nibble chunk with a mask (or a shift and a mask) and, for Q5 / Q6,
-// one shift of a bit chunk and one ternary-logic op that ORs its bits in at 4 (and 5); IQ4's
-// nibbles go through one vpshufb of its 16 values (+ 128).
+// sub-block: the quants as unsigned numbers u (the value is a function of u and the factors), in
+// "vectors" k = 0..7 of elements 4 k .. 4 k + 3 (byte 4 l + b of a vector: row l's element 4 k + b):
+//   4 nibble chunks of 64 bytes: chunk c holds vectors c (low nibbles) and 4 + c (high nibbles),
+//     Q4_0's order;
+//   Q5 then 64 bytes of fifth bits: byte 4 l + b, bit k = bit 4 of row l's element 4 k + b.
+//   Q6_K instead has its own six chunks, three per 16 elements (vectors 4 h .. 4 h + 3): chunk 3 h + j
+//     (j = 0, 1, 2) holds vector 4 h + j in the low six bits of each byte and bits 2 j, 2 j + 1 of
+//     vector 4 h + 3 in the top two.
+// A vector's bytes come out of a nibble chunk with a mask (or a shift and a mask) and, for Q5, one
+// shift of the bit chunk and one ternary-logic op that ORs its bit in at 4; IQ4's nibbles go through
+// one vpshufb of its 16 values (+ 128). Q6_K's layout needs 9 ops for four vectors where nibbles and
+// bit planes needed 13: with one activation row (decode) these ops, not the vpdpbusd, bound the
+// GEMV, because they share the two pipes the vpdpbusd leave free (tools/vnni_probe.c).
 //
 // Values: Q5_0 d (u - 16); Q5_1 d u + m; IQ4_NL d (u - 128); IQ4_XS d (ls_j - 32) (u - 128);
 // Q4_K / Q5_K (d sc_j) u - dmin m_j per 32 elements; Q6_K d sc_g (u - 32) per 16. The integer dots
@@ -89,7 +93,7 @@ template <> struct Geom<DType::Q5_K> {
     static constexpr int kElems = QK_K, kHighBits = 1;
     static constexpr size_t kHeader = 256;
 };
-template <> struct Geom<DType::Q6_K> {
+template <> struct Geom<DType::Q6_K> {  // six chunks a sub-block, as nibbles + two bit planes would be
     using Block = BlockQ6_K;
     static constexpr int kElems = QK_K, kHighBits = 2;
     static constexpr size_t kHeader = 288;
@@ -234,10 +238,31 @@ template <DType T> void read_header(const uint8_t *gb, int l, typename Geom<T>::
     }
 }
 
+// Q6_K's row l of a sub-block, from (and back to) the 32 unsigned quants u of its elements: vectors
+// 4 h + j (j < 3) in the low six bits of chunk 3 h + j, vector 4 h + 3 two bits a chunk above them.
+void put_q6k_sub_block(uint8_t *sub, int l, const uint8_t *u) {
+    for (int h = 0; h < 2; ++h)
+        for (int j = 0; j < 3; ++j)
+            for (int b = 0; b < 4; ++b)
+                sub[64 * (3 * h + j) + 4 * l + b] = (uint8_t)(u[16 * h + 4 * j + b] | ((u[16 * h + 12 + b] >> (2 * j)) & 3) << 6);
+}
+void get_q6k_sub_block(const uint8_t *sub, int l, uint8_t *u) {
+    for (int h = 0; h < 2; ++h)
+        for (int b = 0; b < 4; ++b) {
+            u[16 * h + 12 + b] = 0;
+            for (int j = 0; j < 3; ++j) {
+                const uint8_t v = sub[64 * (3 * h + j) + 4 * l + b];
+                u[16 * h + 4 * j + b] = v & 63;
+                u[16 * h + 12 + b] |= (uint8_t)((v >> 6) << (2 * j));
+            }
+        }
+}
+
 // Row l's part of a sub-block, from the 32 unsigned quants u of its elements: the nibble bytes
-// (byte j: elements j and 16 + j) in four-byte runs, one per chunk, and the bits above the nibble
-// (little-endian words: byte b of a run is bits 8 b .. 8 b + 7).
+// (byte j: elements j and 16 + j) in four-byte runs, one per chunk, and Q5's fifth bits (a
+// little-endian word: byte b of a run is bits 8 b .. 8 b + 7).
 template <DType T> void put_sub_block(uint8_t *sub, int l, const uint8_t *u) {
+    if constexpr (T == DType::Q6_K) return put_q6k_sub_block(sub, l, u);
     uint8_t nib[16];
     for (int j = 0; j < 16; ++j) nib[j] = (uint8_t)((u[j] & 15) | (u[j + 16] & 15) << 4);
     for (int c = 0; c < 4; ++c) std::memcpy(sub + 64 * c + 4 * l, nib + 4 * c, 4);
@@ -246,21 +271,13 @@ template <DType T> void put_sub_block(uint8_t *sub, int l, const uint8_t *u) {
         // b, b + 4, b + 8, ... (vectors k = 0, 1, 2, ...): one pext per byte.
         const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(u));
         const uint32_t bit4 = (uint32_t)_mm256_movemask_epi8(_mm256_slli_epi16(q, 3));
-        uint32_t bits[2] = {0, 0};
-        if constexpr (Geom<T>::kHighBits == 1) {
-            for (int b = 0; b < 4; ++b) bits[0] |= _pext_u32(bit4, 0x11111111u << b) << (8 * b);
-        } else {  // run i holds vectors 4 i .. 4 i + 3, two bits each
-            const uint32_t bit5 = (uint32_t)_mm256_movemask_epi8(_mm256_slli_epi16(q, 2));
-            for (int i = 0; i < 2; ++i)
-                for (int b = 0; b < 4; ++b) {
-                    const uint32_t low = _pext_u32(bit4 >> (16 * i), 0x1111u << b), high = _pext_u32(bit5 >> (16 * i), 0x1111u << b);
-                    bits[i] |= (_pdep_u32(low, 0x55u) | _pdep_u32(high, 0xAAu)) << (8 * b);
-                }
-        }
-        for (int i = 0; i < Geom<T>::kHighBits; ++i) std::memcpy(sub + kNibbleBytes + 64 * i + 4 * l, &bits[i], 4);
+        uint32_t bits = 0;
+        for (int b = 0; b < 4; ++b) bits |= _pext_u32(bit4, 0x11111111u << b) << (8 * b);
+        std::memcpy(sub + kNibbleBytes + 4 * l, &bits, 4);
     }
 }
 template <DType T> void get_sub_block(const uint8_t *sub, int l, uint8_t *u) {
+    if constexpr (T == DType::Q6_K) return get_q6k_sub_block(sub, l, u);
     uint8_t nib[16];
     for (int c = 0; c < 4; ++c) std::memcpy(nib + 4 * c, sub + 64 * c + 4 * l, 4);
     for (int j = 0; j < 16; ++j) {
@@ -268,13 +285,9 @@ template <DType T> void get_sub_block(const uint8_t *sub, int l, uint8_t *u) {
         u[j + 16] = nib[j] >> 4;
     }
     if constexpr (Geom<T>::kHighBits > 0) {
-        uint32_t bits[2] = {0, 0};
-        for (int i = 0; i < Geom<T>::kHighBits; ++i) std::memcpy(&bits[i], sub + kNibbleBytes + 64 * i + 4 * l, 4);
-        for (int e = 0; e < 32; ++e) {
-            const int k = e / 4, b = e % 4;
-            const uint32_t high = Geom<T>::kHighBits == 1 ? (bits[0] >> (8 * b + k)) & 1 : (bits[k / 4] >> (8 * b + 2 * (k % 4))) & 3;
-            u[e] |= (uint8_t)(high << 4);
-        }
+        uint32_t bits;
+        std::memcpy(&bits, sub + kNibbleBytes + 4 * l, 4);
+        for (int e = 0; e < 32; ++e) u[e] |= (uint8_t)(((bits >> (8 * (e % 4) + e / 4)) & 1) << 4);
     }
 }
 
@@ -354,11 +367,21 @@ template <int K> inline __m512i bit_to_4(__m512i v) {
     else if constexpr (K == 4) return v;
     else return _mm512_srli_epi16(v, K - 4);
 }
-// Bits 2k, 2k + 1 of every byte of a 2-bit chunk moved to bits 4, 5.
-template <int K> inline __m512i bits_to_45(__m512i v) {
-    if constexpr (K < 2) return _mm512_slli_epi16(v, 4 - 2 * K);
-    else if constexpr (K == 2) return v;
-    else return _mm512_srli_epi16(v, 2);
+// Q6_K: the four vectors 4 h .. 4 h + 3 of a sub-block (u = 0..63 per byte) from its chunks
+// 3 h .. 3 h + 2. Vector 4 h + 3's bit pairs sit at bits 6, 7 of the three chunks: 16-bit shifts
+// bring them to 0-1, 2-3 and 4-5 (leaving a neighbouring byte's bits above them), two bit-selects
+// merge them, and a mask clears bits 6, 7. 9 ops for 256 quants.
+AKUNU_ALWAYS_INLINE void q6k_half_vectors(const uint8_t *sub, int h, __m512i (&v)[4]) {
+    const __m512i c0 = _mm512_loadu_si512(sub + 64 * (3 * h)), c1 = _mm512_loadu_si512(sub + 64 * (3 * h + 1)),
+                  c2 = _mm512_loadu_si512(sub + 64 * (3 * h + 2));
+    v[0] = _mm512_and_si512(c0, bytes(63));
+    v[1] = _mm512_and_si512(c1, bytes(63));
+    v[2] = _mm512_and_si512(c2, bytes(63));
+    // bit-select (0xE4): where the mask (third operand) is 1, the first operand's bit, else the
+    // second's; the first operand is also the destination, so the mask constant is not copied.
+    const __m512i low4 = _mm512_ternarylogic_epi32(_mm512_srli_epi16(c0, 6), _mm512_srli_epi16(c1, 4), bytes(0x03), 0xE4);
+    const __m512i all6 = _mm512_ternarylogic_epi32(low4, _mm512_srli_epi16(c2, 2), bytes(0x0F), 0xE4);
+    v[3] = _mm512_and_si512(all6, bytes(63));
 }
 
 // A sub-block's integer dot per row, 128 x (high digits' dots) + (low digits' dots), both halves.
@@ -484,6 +507,9 @@ template <> struct Factors<DType::Q6_K> {
         const __m512i i0 = _mm512_add_epi32(_mm512_slli_epi32(hi[0], 7), lo[0]);
         const __m512i i1 = _mm512_add_epi32(_mm512_slli_epi32(hi[1], 7), lo[1]);
         isum = _mm512_add_epi32(isum, _mm512_add_epi32(_mm512_mullo_epi32(i0, scale0), _mm512_mullo_epi32(i1, scale1)));
+        // isum is needed here, not at the superblock's end: without this GCC sinks every sub-block's
+        // sums to the end and spills them (with one activation row, ~50 stack loads and stores a superblock).
+        __asm__("" : "+v"(isum));
     }
 };
 
@@ -509,7 +535,6 @@ void q6k_group_block_panel(const uint8_t *gb, __m512i *panel, float *row_d) {
             const __m512i off = _mm512_and_si512(_mm512_slli_epi32(sc, 5), low_word);
             offset[h] = _mm512_or_si512(off, _mm512_slli_epi32(off, 16));
         }
-        const __m512i bits0 = _mm512_loadu_si512(sub + kNibbleBytes), bits1 = _mm512_loadu_si512(sub + kNibbleBytes + 64);
         __m512i *out = panel + 16 * S;
         // Elements 4 c .. 4 c + 3 of half h (bytes of v) into pairs 8 h + 2 c and 8 h + 2 c + 1.
         const auto put = [&](__m512i v, int h, int c) {
@@ -518,15 +543,11 @@ void q6k_group_block_panel(const uint8_t *gb, __m512i *panel, float *row_d) {
             out[8 * h + 2 * c] = _mm512_mask_blend_epi16(0xAAAAAAAAu, e02, _mm512_slli_epi32(e13, 16));
             out[8 * h + 2 * c + 1] = _mm512_mask_blend_epi16(0xAAAAAAAAu, _mm512_srli_epi32(e02, 16), e13);
         };
-        const auto chunk = [&](auto C) {
-            const __m512i w = _mm512_loadu_si512(sub + 64 * C);
-            put(or_masked(_mm512_and_si512(w, bytes(15)), bits_to_45<decltype(C)::value>(bits0), bytes(0x30)), 0, C);
-            put(or_masked(_mm512_and_si512(_mm512_srli_epi16(w, 4), bytes(15)), bits_to_45<decltype(C)::value>(bits1), bytes(0x30)), 1, C);
-        };
-        chunk(std::integral_constant<int, 0>{});
-        chunk(std::integral_constant<int, 1>{});
-        chunk(std::integral_constant<int, 2>{});
-        chunk(std::integral_constant<int, 3>{});
+        for (int h = 0; h < 2; ++h) {
+            __m512i v[4];
+            q6k_half_vectors(sub, h, v);
+            for (int c = 0; c < 4; ++c) put(v[c], h, c);
+        }
     }
 }
 
@@ -537,7 +558,7 @@ constexpr int kTileM = AKUNU_R16_TILE_M;
 
 // The dots of nibble chunk C of a sub-block (vectors C and 4 + C) with RM activation rows.
 template <DType T, int RM, int C>
-AKUNU_ALWAYS_INLINE void chunk_dots(const uint8_t *sub, __m512i bits0, __m512i bits1, const BlockQ8x2Act *const (&a)[RM],
+AKUNU_ALWAYS_INLINE void chunk_dots(const uint8_t *sub, __m512i bits0, const BlockQ8x2Act *const (&a)[RM],
                                     __m512i (&hi)[RM][2], __m512i (&lo)[RM][2]) {
     const __m512i w = _mm512_loadu_si512(sub + 64 * C);
     __m512i v_lo = _mm512_and_si512(w, bytes(15));
@@ -549,9 +570,6 @@ AKUNU_ALWAYS_INLINE void chunk_dots(const uint8_t *sub, __m512i bits0, __m512i b
     } else if constexpr (Geom<T>::kHighBits == 1) {
         v_lo = or_masked(v_lo, bit_to_4<C>(bits0), bytes(0x10));
         v_hi = or_masked(v_hi, bit_to_4<4 + C>(bits0), bytes(0x10));
-    } else if constexpr (Geom<T>::kHighBits == 2) {
-        v_lo = or_masked(v_lo, bits_to_45<C>(bits0), bytes(0x30));
-        v_hi = or_masked(v_hi, bits_to_45<C>(bits1), bytes(0x30));
     }
     AKUNU_UNROLL
     for (int m = 0; m < RM; ++m) {
@@ -559,6 +577,22 @@ AKUNU_ALWAYS_INLINE void chunk_dots(const uint8_t *sub, __m512i bits0, __m512i b
         lo[m][0] = _mm512_dpbusd_epi32(lo[m][0], v_lo, bcast4(a[m]->lo + 4 * C));
         hi[m][1] = _mm512_dpbusd_epi32(hi[m][1], v_hi, bcast4(a[m]->hi + 16 + 4 * C));
         lo[m][1] = _mm512_dpbusd_epi32(lo[m][1], v_hi, bcast4(a[m]->lo + 16 + 4 * C));
+    }
+}
+
+// Q6_K: the dots of half H of a sub-block (vectors 4 H .. 4 H + 3) with RM activation rows.
+template <int RM, int H>
+AKUNU_ALWAYS_INLINE void q6k_half_dots(const uint8_t *sub, const BlockQ8x2Act *const (&a)[RM], __m512i (&hi)[RM][2],
+                                       __m512i (&lo)[RM][2]) {
+    __m512i v[4];
+    q6k_half_vectors(sub, H, v);
+    AKUNU_UNROLL
+    for (int k = 0; k < 4; ++k) {
+        AKUNU_UNROLL
+        for (int m = 0; m < RM; ++m) {
+            hi[m][H] = _mm512_dpbusd_epi32(hi[m][H], v[k], bcast4(a[m]->hi + 16 * H + 4 * k));
+            lo[m][H] = _mm512_dpbusd_epi32(lo[m][H], v[k], bcast4(a[m]->lo + 16 * H + 4 * k));
+        }
     }
 }
 
@@ -586,13 +620,16 @@ AKUNU_ALWAYS_INLINE void sub_blocks(const Factors<T> &f, const uint8_t *gb, cons
             lo[m][1] = _mm512_setzero_si512();
         }
     }
-    __m512i bits0 = _mm512_setzero_si512(), bits1 = _mm512_setzero_si512();
-    if constexpr (Geom<T>::kHighBits >= 1) bits0 = _mm512_loadu_si512(sub + kNibbleBytes);
-    if constexpr (Geom<T>::kHighBits == 2) bits1 = _mm512_loadu_si512(sub + kNibbleBytes + 64);
-    chunk_dots<T, RM, 0>(sub, bits0, bits1, a, hi, lo);
-    chunk_dots<T, RM, 1>(sub, bits0, bits1, a, hi, lo);
-    chunk_dots<T, RM, 2>(sub, bits0, bits1, a, hi, lo);
-    chunk_dots<T, RM, 3>(sub, bits0, bits1, a, hi, lo);
+    if constexpr (T == DType::Q6_K) {
+        q6k_half_dots<RM, 0>(sub, a, hi, lo);
+        q6k_half_dots<RM, 1>(sub, a, hi, lo);
+    } else {
+        const __m512i bits0 = Geom<T>::kHighBits ? _mm512_loadu_si512(sub + kNibbleBytes) : _mm512_setzero_si512();
+        chunk_dots<T, RM, 0>(sub, bits0, a, hi, lo);
+        chunk_dots<T, RM, 1>(sub, bits0, a, hi, lo);
+        chunk_dots<T, RM, 2>(sub, bits0, a, hi, lo);
+        chunk_dots<T, RM, 3>(sub, bits0, a, hi, lo);
+    }
     if constexpr (T == DType::Q5_0 || T == DType::Q5_1 || T == DType::IQ4_NL) {
         AKUNU_UNROLL
         for (int m = 0; m < RM; ++m) f.accumulate(hi[m], lo[m], *a[m], acc[m]);

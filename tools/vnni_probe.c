@@ -76,5 +76,12 @@ int main(int argc, char **argv) {
     PROBE("8 vpmaddwd (+vpaddd)", 2, c[i] = maddwd(c[i], a, b));
     PROBE("16 vpmaddwd (+vpaddd)", 4, c[i] = maddwd(c[i], a, b));
     PROBE("8 vpmaddubsw (+vpaddw)", 2, c[i] = maddubsw(c[i], a, b));
+    // What the unpacking of a decode GEMV (one activation row) is made of, and byte-exact
+    // alternatives to 16-bit shifts (ADR 0028).
+    PROBE("16 vpandd", 4, c[i] = _mm512_and_si512(c[i], a));
+    PROBE("16 vpsrlw", 4, c[i] = _mm512_srli_epi16(c[i], 3));
+    PROBE("16 vpternlogd", 4, c[i] = _mm512_ternarylogic_epi32(c[i], a, b, 0xF8));
+    PROBE("8 gf2p8affineqb", 2, c[i] = _mm512_gf2p8affine_epi64_epi8(c[i], a, 0));
+    PROBE("8 vpmultishiftqb", 2, c[i] = _mm512_multishift_epi64_epi8(a, c[i]));
     return 0;
 }

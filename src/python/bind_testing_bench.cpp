@@ -271,7 +271,7 @@ std::unique_ptr<KernelBench> setup_gemm(const std::string &dtype_name, int64_t n
     p.rows_per_unit = chip.gemm_unit_rows((uint32_t)m, desc->repack_row_group);
     // Weights as the engine uploads them: repacked by upload_matrix when the dtype's kernels want
     // another layout, so also on the same huge pages, without which a GEMV streaming from DRAM read
-    // ~0.7x of the engine's rate ("w" keeps the file layout for the harness's reference).
+    // 0.73-0.92x of the engine's rate ("w" keeps the file layout for the harness's reference).
     Buffer w_run = kb->buffer("w");
     if (desc->repack)
         w_run = kb->adopt("w_packed", dev.upload_matrix(kb->buffer("w").contents, w_row_bytes * (size_t)n_rows, *desc,

@@ -93,14 +93,15 @@ template <> struct Geom<DType::Q5_K> {
     static constexpr int kElems = QK_K, kHighBits = 1;
     static constexpr size_t kHeader = 256;
 };
-template <> struct Geom<DType::Q6_K> {  // six chunks a sub-block, as nibbles + two bit planes would be
+template <> struct Geom<DType::Q6_K> {  // no nibble chunks: its own six-bit chunks (kSubBytes)
     using Block = BlockQ6_K;
-    static constexpr int kElems = QK_K, kHighBits = 2;
+    static constexpr int kElems = QK_K, kHighBits = 0;
     static constexpr size_t kHeader = 288;
 };
 
 template <DType T> constexpr int kSubBlocks = Geom<T>::kElems / 32;
-template <DType T> constexpr size_t kSubBytes = kNibbleBytes + 64 * Geom<T>::kHighBits;
+// A sub-block's bytes: the nibble chunks and Q5's bit chunk, or Q6_K's six chunks of six-bit bytes.
+template <DType T> constexpr size_t kSubBytes = T == DType::Q6_K ? 6 * 64 : kNibbleBytes + 64 * Geom<T>::kHighBits;
 template <DType T> constexpr size_t kGroupBlock = Geom<T>::kHeader + kSubBlocks<T> * kSubBytes<T>;
 static_assert(kGroupBlock<DType::Q5_0> == kRows * sizeof(BlockQ5_0), "r16 Q5_0 keeps the GGUF size");
 static_assert(kGroupBlock<DType::Q4_K> == kRows * sizeof(BlockQ4_K), "r16 Q4_K keeps the GGUF size");
@@ -262,7 +263,10 @@ void get_q6k_sub_block(const uint8_t *sub, int l, uint8_t *u) {
 // (byte j: elements j and 16 + j) in four-byte runs, one per chunk, and Q5's fifth bits (a
 // little-endian word: byte b of a run is bits 8 b .. 8 b + 7).
 template <DType T> void put_sub_block(uint8_t *sub, int l, const uint8_t *u) {
-    if constexpr (T == DType::Q6_K) return put_q6k_sub_block(sub, l, u);
+    if constexpr (T == DType::Q6_K) {
+        put_q6k_sub_block(sub, l, u);
+        return;
+    }
     uint8_t nib[16];
     for (int j = 0; j < 16; ++j) nib[j] = (uint8_t)((u[j] & 15) | (u[j + 16] & 15) << 4);
     for (int c = 0; c < 4; ++c) std::memcpy(sub + 64 * c + 4 * l, nib + 4 * c, 4);
@@ -277,7 +281,10 @@ template <DType T> void put_sub_block(uint8_t *sub, int l, const uint8_t *u) {
     }
 }
 template <DType T> void get_sub_block(const uint8_t *sub, int l, uint8_t *u) {
-    if constexpr (T == DType::Q6_K) return get_q6k_sub_block(sub, l, u);
+    if constexpr (T == DType::Q6_K) {
+        get_q6k_sub_block(sub, l, u);
+        return;
+    }
     uint8_t nib[16];
     for (int c = 0; c < 4; ++c) std::memcpy(nib + 4 * c, sub + 64 * c + 4 * l, 4);
     for (int j = 0; j < 16; ++j) {

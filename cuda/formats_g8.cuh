@@ -50,19 +50,36 @@ __device__ __forceinline__ float dot_int8x16(uint4 q, const float *x) {
     return s;
 }
 
+// prmt.b32 with its own selector rule: bits 0..2 of a selector nibble pick one of the 8 bytes of
+// {b, a}, bit 3 set replicates that byte's sign bit instead. (__byte_perm ignores bit 3, which makes
+// the compiler clear it with a LOP3 before every selector it cannot see.)
+__device__ __forceinline__ uint32_t prmt_b32(uint32_t a, uint32_t b, uint32_t selector) {
+    uint32_t d;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(selector));
+    return d;
+}
+
 // IQ4's table (kIQ4Values) looked up for the eight nibbles of a quant word q in the g8 IQ4 order
 // (src/backend/cuda/g8_layout.cpp: nibbles 0..3 are elements 4w .. 4w + 3 of the block, nibbles
 // 4..7 the elements 16 later): lo = the signed values of nibbles 0..3, hi = of nibbles 4..7, a
-// byte each. __byte_perm picks a byte of its 8-byte pair by a selector nibble's low three bits, so
-// every nibble is looked up in both table halves, and its bit 3 then picks the half: 11
-// instructions for eight values (13 when the nibbles kept Q4_0's order, which needed two more
-// permutes to gather each word's elements; the 8B shape's IQ4_XS decode is bound by them).
+// byte each. A prmt picks a byte of its 8-byte pair by a selector nibble's low three bits, so every
+// nibble is looked up in both table halves and its bit 3 then picks the half (the merge). The low
+// half is looked up with q itself: a nibble of the high half (bit 3 set) comes out sign-replicated
+// there, and the merge drops that byte; the high half with q ^ 0x88888888, the other way round.
+// 12 instructions for eight values; __byte_perm's selector masks and the table-word copies below
+// made it 17 (benchmarks/HISTORY.md, 2026-11-27, the IQ4 lookups without masks).
 __device__ __forceinline__ void iq4_values8(uint32_t q, uint32_t &lo, uint32_t &hi) {
-    constexpr uint32_t kT0 = 0xBFAD9881u, kT1 = 0xF6EADDCFu, kT2 = 0x26190D01u, kT3 = 0x71594535u;  // little-endian
-    const uint32_t half = 0x32103210u | ((q & 0x88888888u) >> 1);  // byte k of the low (k) or high (4 + k) lookup
-    const uint32_t s = q >> 16;
-    lo = __byte_perm(__byte_perm(kT0, kT1, q), __byte_perm(kT2, kT3, q), half);
-    hi = __byte_perm(__byte_perm(kT0, kT1, s), __byte_perm(kT2, kT3, s), half >> 16);
+    // Two of the table words must sit in registers (a prmt takes one constant). Left as constants,
+    // ptxas copies them from uniform registers before every lookup (4 moves for eight values); a zero
+    // it cannot prove keeps them in registers.
+    const uint32_t unproven_zero = threadIdx.x >> 10;  // blockDim.x <= 1024
+    const uint32_t kT0 = 0xBFAD9881u ^ unproven_zero, kT2 = 0x26190D01u ^ unproven_zero;  // little-endian
+    constexpr uint32_t kT1 = 0xF6EADDCFu, kT3 = 0x71594535u;
+    const uint32_t qx = q ^ 0x88888888u;
+    const uint32_t half = 0x32103210u + ((q & 0x88888888u) >> 1);  // byte k of the low (k) or high (4 + k) lookup
+    const uint32_t s = q >> 16, sx = qx >> 16;
+    lo = prmt_b32(prmt_b32(kT0, kT1, q), prmt_b32(kT2, kT3, qx), half);
+    hi = prmt_b32(prmt_b32(kT0, kT1, s), prmt_b32(kT2, kT3, sx), half >> 16);
 }
 
 // The integer GEMV (cuda/gemv_q16.cuh) takes x as int16 pairs: xw[j] holds elements 2j (low half)

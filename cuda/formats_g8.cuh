@@ -67,7 +67,7 @@ __device__ __forceinline__ uint32_t prmt_b32(uint32_t a, uint32_t b, uint32_t se
 // half is looked up with q itself: a nibble of the high half (bit 3 set) comes out sign-replicated
 // there, and the merge drops that byte; the high half with q ^ 0x88888888, the other way round.
 // 12 instructions for eight values; __byte_perm's selector masks and the table-word copies below
-// made it 17 (benchmarks/HISTORY.md, 2026-11-27, the IQ4 lookups without masks).
+// made it 17 (benchmarks/HISTORY.md, 2026-11-27, 8141c0c).
 __device__ __forceinline__ void iq4_values8(uint32_t q, uint32_t &lo, uint32_t &hi) {
     // Two of the table words must sit in registers (a prmt takes one constant). Left as constants,
     // ptxas copies them from uniform registers before every lookup (4 moves for eight values); a zero

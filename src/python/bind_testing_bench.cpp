@@ -150,12 +150,7 @@ public:
     KernelBench(const KernelBench &) = delete;
     KernelBench &operator=(const KernelBench &) = delete;
 
-    Buffer &alloc(const std::string &name, size_t bytes) {
-        Buffer b = dev_->allocate(bytes);
-        buffers_[name] = b;
-        order_.push_back(name);
-        return buffers_[name];
-    }
+    Buffer &alloc(const std::string &name, size_t bytes) { return adopt(name, dev_->allocate(bytes)); }
     // A buffer the device made (e.g. upload_matrix's repacked weights), freed with the others.
     Buffer &adopt(const std::string &name, Buffer b) {
         buffers_[name] = b;

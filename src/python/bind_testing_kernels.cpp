@@ -16,6 +16,7 @@
 #include "backend/cpu/dtypes.h"
 #include "backend/cpu/gemm_tiles.h"
 #include "backend/cpu/repacked_layout.h"
+#include "backend/cpu/simd_config.h"
 #include "backend/cpu/vec_math.h"
 #include "core/dtype.h"
 #include "python/bind_testing.h"
@@ -152,8 +153,11 @@ void bind_testing_kernels(nb::module_ &m) {
             }
             return names;
         },
-        "Names of the weight dtypes this build repacks at load (r8: Q4_0 / Q4_1 / Q8_0; r16 also Q5_0, Q5_1, "
-        "IQ4_NL, Q4_K, Q5_K, Q6_K and IQ4_XS).");
+        "Names of the weight dtypes this build repacks at load (r8: Q4_0 / Q4_1 / Q8_0, with AVX2 also Q4_K and "
+        "Q6_K; r16 also Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K and IQ4_XS).");
+    m.def("cpu_simd", [] { return std::string(akunu::cpu::compiled_simd_level()); },
+          "The SIMD level the engine's CPU kernels were compiled for: 'avx512vnni', 'avx2' or 'scalar' "
+          "(src/backend/cpu/simd_config.h).");
     m.def(
         "dequantize_repacked",
         [](const std::string &dtype_name, nb::bytes raw, int64_t n_rows, int64_t k) {

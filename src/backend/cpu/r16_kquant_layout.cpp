@@ -50,6 +50,7 @@
 #include <type_traits>
 
 #include "backend/cpu/dequantize.h"
+#include "backend/cpu/kquant_unsigned.h"
 #include "backend/cpu/r16_panel_gemm.h"
 #include "backend/cpu/repacked_gemm_loop.h"
 #include "core/kquant_blocks.h"
@@ -160,18 +161,6 @@ template <> void set_quants<DType::IQ4_NL>(BlockIQ4_NL &w, const uint8_t *u) { s
 template <> void quants_of<DType::IQ4_XS>(const BlockIQ4_XS &w, uint8_t *u) { nibbles_of(w.qs, 8, u); }
 template <> void set_quants<DType::IQ4_XS>(BlockIQ4_XS &w, const uint8_t *u) { set_nibbles(w.qs, 8, u); }
 
-// Q4_K / Q5_K: element 64 c + 32 h + l is nibble h of qs[32 c + l]; Q5_K's 5th bit is bit (e / 32) of qh[e % 32].
-template <class Block> void q4k_nibbles_of(const Block &w, uint8_t *u) {
-    for (int c = 0; c < 4; ++c)
-        for (int l = 0; l < 32; ++l) {
-            u[64 * c + l] = w.qs[32 * c + l] & 15;
-            u[64 * c + 32 + l] = w.qs[32 * c + l] >> 4;
-        }
-}
-template <class Block> void set_q4k_nibbles(Block &w, const uint8_t *u) {
-    for (int c = 0; c < 4; ++c)
-        for (int l = 0; l < 32; ++l) w.qs[32 * c + l] = (uint8_t)((u[64 * c + l] & 15) | (u[64 * c + 32 + l] & 15) << 4);
-}
 template <> void quants_of<DType::Q4_K>(const BlockQ4_K &w, uint8_t *u) { q4k_nibbles_of(w, u); }
 template <> void set_quants<DType::Q4_K>(BlockQ4_K &w, const uint8_t *u) { set_q4k_nibbles(w, u); }
 template <> void quants_of<DType::Q5_K>(const BlockQ5_K &w, uint8_t *u) {
@@ -184,29 +173,8 @@ template <> void set_quants<DType::Q5_K>(BlockQ5_K &w, const uint8_t *u) {
     std::memset(w.qh, 0, sizeof w.qh);
     for (int e = 0; e < QK_K; ++e) w.qh[e % 32] |= (uint8_t)((u[e] >> 4) << (e / 32));
 }
-
-// Q6_K: element 128 h + r: low 4 bits nibble r / 64 of ql[64 h + r % 64], high 2 bits bits 2 (r / 32)
-// of qh[32 h + r % 32].
-template <> void quants_of<DType::Q6_K>(const BlockQ6_K &w, uint8_t *u) {
-    for (int h = 0; h < 2; ++h)
-        for (int l = 0; l < 32; ++l) {
-            const int ql0 = w.ql[64 * h + l], ql1 = w.ql[64 * h + 32 + l], qh = w.qh[32 * h + l];
-            uint8_t *o = u + 128 * h + l;
-            o[0] = (uint8_t)((ql0 & 15) | (qh & 3) << 4);
-            o[32] = (uint8_t)((ql1 & 15) | ((qh >> 2) & 3) << 4);
-            o[64] = (uint8_t)((ql0 >> 4) | ((qh >> 4) & 3) << 4);
-            o[96] = (uint8_t)((ql1 >> 4) | ((qh >> 6) & 3) << 4);
-        }
-}
-template <> void set_quants<DType::Q6_K>(BlockQ6_K &w, const uint8_t *u) {
-    std::memset(w.ql, 0, sizeof w.ql);
-    std::memset(w.qh, 0, sizeof w.qh);
-    for (int e = 0; e < QK_K; ++e) {
-        const int h = e / 128, r = e % 128;
-        w.ql[64 * h + r % 64] |= (uint8_t)((u[e] & 15) << (4 * (r / 64)));
-        w.qh[32 * h + r % 32] |= (uint8_t)((u[e] >> 4) << (2 * (r / 32)));
-    }
-}
+template <> void quants_of<DType::Q6_K>(const BlockQ6_K &w, uint8_t *u) { q6k_quants_of(w, u); }
+template <> void set_quants<DType::Q6_K>(BlockQ6_K &w, const uint8_t *u) { set_q6k_quants(w, u); }
 
 // ---- the header: row l's factors in (and out of) the group-block's planes ----
 

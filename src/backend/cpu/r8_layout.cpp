@@ -1,7 +1,8 @@
 // The "r8" layout: Q4_0 / Q4_1 / Q8_0 weights repacked at load into groups of 8 interleaved rows
 // (repack_weights), their GEMM (gemm_rows_repacked) and the way back to GGUF blocks
-// (dequantize_row_repacked, for embeddings and tests). Layout described in repacked_layout.h.
-// Builds for AVX-512 VNNI use the r16 layout instead (r16_layout.cpp).
+// (dequantize_row_repacked, for embeddings and tests). Layout described in repacked_layout.h. On AVX2
+// builds the entry points also serve Q4_K and Q6_K (r8_kquant_layout.cpp). Builds for AVX-512 VNNI use
+// the r16 layout instead (r16_layout.cpp).
 #include "backend/cpu/repacked_layout.h"
 #include "backend/cpu/simd_config.h"
 
@@ -13,6 +14,8 @@
 #include "backend/cpu/act_quant.h"
 #include "backend/cpu/dequantize.h"
 #include "backend/cpu/quant_helpers.h"
+#include "backend/cpu/r8_kquant_layout.h"
+#include "backend/cpu/r8_nibbles.h"
 #include "backend/cpu/repacked_gemm_loop.h"
 
 namespace akunu::cpu {
@@ -31,8 +34,6 @@ namespace {
 // eight row scales, one int->float conversion, a multiply and an FMA) is shared by eight rows
 // and there is no horizontal reduction at all. Each group is one contiguous stretch of memory.
 
-constexpr int kR8Rows = 8;
-
 template <DType T> struct R8Geom;
 template <> struct R8Geom<DType::Q4_0> {
     using Block = BlockQ4_0;
@@ -49,22 +50,6 @@ template <> struct R8Geom<DType::Q8_0> {
     static constexpr size_t kGroupBlock = kR8Rows * sizeof(BlockQ8_0);  // 272
     static constexpr size_t kQs = 16;                                   // int8 quants after d[8]
 };
-
-// Activation qs position -> element (inverse of act_q16_pos).
-struct ActElemTable {
-    int elem[QK_ACT];
-    constexpr ActElemTable() : elem{} {
-        for (int e = 0; e < QK_ACT; ++e) elem[act_q16_pos(e)] = e;
-    }
-};
-constexpr ActElemTable kActElem{};
-
-// Where the weight of group row l that multiplies activation qs[p] lives in the nibble area.
-inline void r8_nibble_pos(int l, int p, int *byte, int *shift) {
-    const int j = p >> 1, h = p & 1, c = j >> 2, k = j & 3;
-    *byte = 32 * c + 2 * (2 * l + h) + (k >> 1);
-    *shift = 4 * (k & 1);
-}
 
 // Q8_0: where the weight of group row l that multiplies activation qs[p] lives in the quant area.
 // Chunk c (32 bytes) serves activation pairs 2c and 2c + 1; its 16-bit word 2l + h holds in its
@@ -102,33 +87,6 @@ inline int32_t load_i32(const void *p) {
     return v;
 }
 
-// A row's share of a group-block is 4 bytes in each of the 4 chunks (bytes 4l..4l+3 of chunk c:
-// words 2l and 2l + 1), i.e. its 32 nibbles permuted into 16 bytes: nibble t of those 16 bytes
-// (byte t / 2, high half if t is odd) is the weight of element kR8Perm.elem[t].
-struct R8NibblePerm {
-    uint8_t elem[QK_ACT];
-    constexpr R8NibblePerm() : elem{} {
-        for (int t = 0; t < QK_ACT; ++t) {
-            const int c = t / 8, h = (t / 4) & 1, k = t & 3;  // chunk, half of the pair, nibble in word
-            elem[t] = (uint8_t)ActElemTable().elem[2 * (4 * c + k) + h];
-        }
-    }
-};
-constexpr R8NibblePerm kR8Perm{};
-
-// kR8Perm as shuffle controls: byte t takes element elem[t] from the low (elements 0..15) or the
-// high (16..31) half of the unpacked nibbles.
-struct R8PermIdx {
-    uint8_t idx[QK_ACT], from_hi[QK_ACT];
-    constexpr R8PermIdx() : idx{}, from_hi{} {
-        for (int t = 0; t < QK_ACT; ++t) {
-            idx[t] = (uint8_t)(R8NibblePerm().elem[t] & 15);
-            from_hi[t] = R8NibblePerm().elem[t] >= 16 ? 0xff : 0x00;
-        }
-    }
-};
-[[maybe_unused]] constexpr R8PermIdx kR8PermIdx{};
-
 template <DType T> void repack_r8(const uint8_t *src, uint8_t *dst, int64_t rows, int64_t K) {
     using G = R8Geom<T>;
     using Block = typename G::Block;
@@ -164,28 +122,8 @@ template <DType T> void repack_r8(const uint8_t *src, uint8_t *dst, int64_t rows
                 } else {
                 if constexpr (T == DType::Q4_1) std::memcpy(gb + 16 + 2 * l, &w.m, 2);
                 constexpr uint8_t kFlip = T == DType::Q4_0 ? 0x88 : 0x00;  // Q4_0: nibble ^ 8
-                alignas(16) uint8_t out[QK_ACT / 2];
-#if defined(AKUNU_CPU_AVX2)
-                // Nibbles in element order (lane 0: elements 0..15, lane 1: 16..31), gathered into
-                // kR8Perm order by a per-lane shuffle of each half, then packed two per byte.
-                const __m256i n = unpack_nibbles(w.qs);
-                const __m256i idx = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(kR8PermIdx.idx));
-                const __m256i from_hi = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(kR8PermIdx.from_hi));
-                const __m256i gathered = _mm256_blendv_epi8(_mm256_shuffle_epi8(_mm256_permute2x128_si256(n, n, 0x00), idx),
-                                                     _mm256_shuffle_epi8(_mm256_permute2x128_si256(n, n, 0x11), idx), from_hi);
-                const __m256i pairs = _mm256_maddubs_epi16(gathered, _mm256_set1_epi16(0x1001));  // lo + 16 * hi
-                const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi16(pairs, pairs), 0x08);
-                _mm_store_si128(reinterpret_cast<__m128i *>(out),
-                                _mm_xor_si128(_mm256_castsi256_si128(packed), _mm_set1_epi8((char)kFlip)));
-#else
-                uint8_t n[QK_ACT];
-                for (int j = 0; j < 16; ++j) {
-                    n[j] = w.qs[j] & 0xf;
-                    n[j + 16] = w.qs[j] >> 4;
-                }
-                for (int o = 0; o < 16; ++o)
-                    out[o] = (uint8_t)((n[kR8Perm.elem[2 * o]] | n[kR8Perm.elem[2 * o + 1]] << 4) ^ kFlip);
-#endif
+                uint8_t out[QK_ACT / 2];
+                r8_pack_nibbles(w.qs, kFlip, out);
                 for (int c = 0; c < 4; ++c) std::memcpy(gb + G::kQs + 32 * c + 4 * l, out + 4 * c, 4);
                 }
             }
@@ -350,17 +288,7 @@ template <DType T> void gemm_rows_r8(const GemmArgs &a, int64_t n_begin, int64_t
         a, n_begin, n_end, [&](const uint8_t *group, int64_t m, int rm, int64_t row0, int lo, int hi) {
             __m256 out[kR8TileM];
             table.fn[rm - 1](group, a.x + (size_t)m * a.x_row_bytes, a.x_row_bytes, nb, out);
-            for (int i = 0; i < rm; ++i) {
-                float *y = a.y + (size_t)(m + i) * a.y_stride + row0;
-                if (lo == 0 && hi == kR8Rows) {
-                    const __m256 v = a.accumulate ? _mm256_add_ps(_mm256_loadu_ps(y), out[i]) : out[i];
-                    _mm256_storeu_ps(y, v);
-                } else {
-                    alignas(32) float tmp[kR8Rows];
-                    _mm256_store_ps(tmp, out[i]);
-                    for (int l = lo; l < hi; ++l) store_out(y + l, tmp[l], a.accumulate);
-                }
-            }
+            store_r8_tile(a, out, m, rm, row0, lo, hi);
         }, a.x_row_bytes);
 }
 
@@ -392,11 +320,11 @@ void gemm_rows_repacked(const GemmArgs &args, int64_t n_begin, int64_t n_end) {
         case DType::Q4_0: return gemm_rows_r8<DType::Q4_0>(args, n_begin, n_end);
         case DType::Q4_1: return gemm_rows_r8<DType::Q4_1>(args, n_begin, n_end);
         case DType::Q8_0: return gemm_rows_r8<DType::Q8_0>(args, n_begin, n_end);
-        default: return;  // callers check has_repacked_layout
+        default: return r8k::gemm_rows(args, n_begin, n_end);  // callers check has_repacked_layout
     }
 }
 
-bool has_repacked_layout(DType t) { return t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q8_0; }
+bool has_repacked_layout(DType t) { return t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q8_0 || r8k::handles(t); }
 
 int repack_row_group(DType t) { return has_repacked_layout(t) ? kR8Rows : 0; }
 
@@ -406,7 +334,7 @@ size_t repacked_bytes(DType t, int64_t rows, int64_t K) {
         case DType::Q4_0: return groups * kR8Rows * (size_t)(K / QK4_0) * sizeof(BlockQ4_0);
         case DType::Q4_1: return groups * kR8Rows * (size_t)(K / QK4_1) * sizeof(BlockQ4_1);
         case DType::Q8_0: return groups * kR8Rows * (size_t)(K / QK8_0) * sizeof(BlockQ8_0);
-        default: return 0;
+        default: return r8k::repacked_bytes(t, rows, K);
     }
 }
 
@@ -417,12 +345,13 @@ void repack_weights(DType t, const void *src, void *dst, int64_t rows, int64_t K
         case DType::Q4_0: return repack_r8<DType::Q4_0>(s, d, rows, K);
         case DType::Q4_1: return repack_r8<DType::Q4_1>(s, d, rows, K);
         case DType::Q8_0: return repack_r8<DType::Q8_0>(s, d, rows, K);
-        default: return;
+        default: return r8k::repack(t, s, d, rows, K);
     }
 }
 
 void dequantize_row_repacked(DType t, const void *packed, int64_t row, float *dst, int64_t K) {
     const uint8_t *p = static_cast<const uint8_t *>(packed);
+    if (r8k::handles(t)) return r8k::dequantize_row(t, p, row, dst, K);
     if (t == DType::Q8_0) {
         // Gather the row's blocks (each 32 bytes = 4 bytes from each of 8 chunks), then one
         // dequantize_row over them (same arithmetic as the GGUF row).

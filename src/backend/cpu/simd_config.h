@@ -53,3 +53,9 @@ inline float hsum(__m256 v) {
 #else
 #define AKUNU_UNROLL
 #endif
+
+namespace akunu::cpu {
+// "avx512vnni", "avx2" or "scalar": what this file's macros chose for the engine's sources
+// (simd_config.cpp; code compiled with other flags, such as the Python module, must ask this).
+const char *compiled_simd_level();
+}  // namespace akunu::cpu

@@ -83,6 +83,18 @@ inline void high_pos(int l, int p, int *byte, int *shift) {
     *byte = (int)kNibbleBytes + 32 * (c >> 1) + 2 * (2 * l + h) + (c & 1);
     *shift = 2 * k;
 }
+// The same as (high chunk, bit in the row's four bytes of it), for the repacking loop.
+struct HighBitsTable {
+    uint8_t chunk[QK_ACT], bit[QK_ACT];
+    constexpr HighBitsTable() : chunk{}, bit{} {
+        for (int p = 0; p < QK_ACT; ++p) {
+            const int j = p >> 1, h = p & 1, c = j >> 2, k = j & 3;
+            chunk[p] = (uint8_t)(c >> 1);
+            bit[p] = (uint8_t)(8 * (2 * h + (c & 1)) + 2 * k);
+        }
+    }
+};
+constexpr HighBitsTable kHighBits{};
 
 // Row l's part of a sub-block from the 32 unsigned quants u of its elements, and back.
 template <DType T> void put_sub_block(uint8_t *sub, int l, const uint8_t *u) {
@@ -91,12 +103,10 @@ template <DType T> void put_sub_block(uint8_t *sub, int l, const uint8_t *u) {
     r8_pack_nibbles(qs, 0, packed);
     for (int c = 0; c < 4; ++c) std::memcpy(sub + 32 * c + 4 * l, packed + 4 * c, 4);
     if constexpr (T == DType::Q6_K) {
-        for (int i = 0; i < 2; ++i) std::memset(sub + kNibbleBytes + 32 * i + 4 * l, 0, 4);
-        for (int p = 0; p < QK_ACT; ++p) {
-            int byte, shift;
-            high_pos(l, p, &byte, &shift);
-            sub[byte] |= (uint8_t)((u[kActElem.elem[p]] >> 4) << shift);
-        }
+        uint32_t words[2] = {0, 0};  // row l's 4 bytes of high chunks 0 and 1
+        for (int p = 0; p < QK_ACT; ++p)
+            words[kHighBits.chunk[p]] |= (uint32_t)(u[kActElem.elem[p]] >> 4) << kHighBits.bit[p];
+        for (int i = 0; i < 2; ++i) std::memcpy(sub + kNibbleBytes + 32 * i + 4 * l, &words[i], 4);
     }
 }
 template <DType T> void get_sub_block(const uint8_t *sub, int l, uint8_t *u) {

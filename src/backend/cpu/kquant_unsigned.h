@@ -20,6 +20,16 @@ template <class Block> inline void set_q4k_nibbles(Block &w, const uint8_t *u) {
     for (int c = 0; c < 4; ++c)
         for (int l = 0; l < 32; ++l) w.qs[32 * c + l] = (uint8_t)((u[64 * c + l] & 15) | (u[64 * c + 32 + l] & 15) << 4);
 }
+inline void q5k_quants_of(const BlockQ5_K &w, uint8_t *u) {
+    q4k_nibbles_of(w, u);
+    for (int j = 0; j < 8; ++j)
+        for (int l = 0; l < 32; ++l) u[32 * j + l] |= (uint8_t)(((w.qh[l] >> j) & 1) << 4);
+}
+inline void set_q5k_quants(BlockQ5_K &w, const uint8_t *u) {
+    set_q4k_nibbles(w, u);
+    std::memset(w.qh, 0, sizeof w.qh);
+    for (int e = 0; e < QK_K; ++e) w.qh[e % 32] |= (uint8_t)((u[e] >> 4) << (e / 32));
+}
 // Q6_K: element 128 h + r: low 4 bits nibble r / 64 of ql[64 h + r % 64], high 2 bits bits 2 (r / 32)
 // of qh[32 h + r % 32].
 inline void q6k_quants_of(const BlockQ6_K &w, uint8_t *u) {

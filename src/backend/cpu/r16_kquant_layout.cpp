@@ -163,16 +163,8 @@ template <> void set_quants<DType::IQ4_XS>(BlockIQ4_XS &w, const uint8_t *u) { s
 
 template <> void quants_of<DType::Q4_K>(const BlockQ4_K &w, uint8_t *u) { q4k_nibbles_of(w, u); }
 template <> void set_quants<DType::Q4_K>(BlockQ4_K &w, const uint8_t *u) { set_q4k_nibbles(w, u); }
-template <> void quants_of<DType::Q5_K>(const BlockQ5_K &w, uint8_t *u) {
-    q4k_nibbles_of(w, u);
-    for (int j = 0; j < 8; ++j)
-        for (int l = 0; l < 32; ++l) u[32 * j + l] |= (uint8_t)(((w.qh[l] >> j) & 1) << 4);
-}
-template <> void set_quants<DType::Q5_K>(BlockQ5_K &w, const uint8_t *u) {
-    set_q4k_nibbles(w, u);
-    std::memset(w.qh, 0, sizeof w.qh);
-    for (int e = 0; e < QK_K; ++e) w.qh[e % 32] |= (uint8_t)((u[e] >> 4) << (e / 32));
-}
+template <> void quants_of<DType::Q5_K>(const BlockQ5_K &w, uint8_t *u) { q5k_quants_of(w, u); }
+template <> void set_quants<DType::Q5_K>(BlockQ5_K &w, const uint8_t *u) { set_q5k_quants(w, u); }
 template <> void quants_of<DType::Q6_K>(const BlockQ6_K &w, uint8_t *u) { q6k_quants_of(w, u); }
 template <> void set_quants<DType::Q6_K>(BlockQ6_K &w, const uint8_t *u) { set_q6k_quants(w, u); }
 

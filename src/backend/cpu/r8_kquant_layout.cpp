@@ -1,26 +1,28 @@
-// r8 for Q4_K and Q6_K (AVX2 builds without AVX-512 VNNI): repacked at load into groups of 8
+// r8 for Q4_K, Q5_K and Q6_K (AVX2 builds without AVX-512 VNNI): repacked at load into groups of 8
 // interleaved rows, their GEMM against int16 activations (BlockQ16Act), and the way back to GGUF
 // blocks.
 //
 // Why: on GGUF rows these formats are decoded block by block into int8 and dotted per row
 // (kquant_kernels.cpp). On an AVX2 machine that made a Llama-3.2-1B-shape decode 0.21-0.24x
-// llama.cpp's, whose own AVX2 code repacks them (benchmarks/HISTORY.md, "2026-11-28, r8 K-quants").
-// Here, as for Q4_0 in r8_layout.cpp, one 32-byte load holds four quants of each of 8 rows, shifts
-// and masks make them int16, and one madd per activation pair gives all eight rows' partial dots;
-// the superblock's factors are applied once per 32 (Q4_K) or 16 (Q6_K) elements for all 8 rows.
+// llama.cpp's, whose own AVX2 code repacks them (docs/adr/0029, benchmarks/HISTORY.md "2026-11-28,
+// c0ce8d0"). Here, as for Q4_0 in r8_layout.cpp, one 32-byte load holds four quants of each of 8
+// rows, shifts and masks make them int16, and one madd per activation pair gives all eight rows'
+// partial dots; the superblock's factors are applied once per 32 (Q4_K, Q5_K) or 16 (Q6_K) elements
+// for all 8 rows.
 //
 // A group-block (the same superblock of 8 rows) is exactly 8 x the GGUF block's bytes:
 //   header | sub-block 0 | ... | sub-block 7             (one sub-block per 32 elements)
 // header: the per-row factors as planes of 8 (plane p holds field p of rows 0..7):
-//   Q4_K  fp16 d[8] | fp16 dmin[8] | scales[12][8]   128 bytes (GGUF's 12 packed bytes)
-//   Q6_K  fp16 d[8] | int8 scales[16][8]             144 bytes
-// sub-block: the quants as unsigned numbers u (0..15, Q6_K 0..63) of its 32 elements:
+//   Q4_K, Q5_K  fp16 d[8] | fp16 dmin[8] | scales[12][8]   128 bytes (GGUF's 12 packed bytes)
+//   Q6_K        fp16 d[8] | int8 scales[16][8]             144 bytes
+// sub-block: the quants as unsigned numbers u (0..15, Q5_K 0..31, Q6_K 0..63) of its 32 elements:
 //   4 nibble chunks of 32 bytes, r8's order (r8_nibbles.h: in chunk c, 16-bit word 2 l + h holds in
 //     nibble k row l's weight for activation qs[2 (4 c + k) + h]): the low four bits;
+//   Q5_K then 1 chunk of 32 bytes of fifth bits: word 2 l + h holds nibble k of chunk c's at bit 4 c + k;
 //   Q6_K then 2 chunks of 32 bytes of the two bits above them: in chunk i, word 2 l + h holds in its
 //     low byte those of nibble chunk 2 i, in its high byte those of 2 i + 1, nibble k at bits 2k, 2k + 1.
-// Values: Q4_K (d sc_j) u - dmin m_j per 32 elements (the min comes back as dmin m_j x the activation
-// block's float sum); Q6_K d sc_g (u - 32) per 16, the offset taken off each int16 weight.
+// Values: Q4_K, Q5_K (d sc_j) u - dmin m_j per 32 elements (the min comes back as dmin m_j x the
+// activation block's float sum); Q6_K d sc_g (u - 32) per 16, the offset taken off each int16 weight.
 #include "backend/cpu/r8_kquant_layout.h"
 
 #include "backend/cpu/simd_config.h"
@@ -48,19 +50,26 @@ template <> struct Geom<DType::Q4_K> {
     using Block = BlockQ4_K;
     static constexpr size_t kHeader = 128, kSubBytes = kNibbleBytes;
 };
+template <> struct Geom<DType::Q5_K> {
+    using Block = BlockQ5_K;
+    static constexpr size_t kHeader = 128, kSubBytes = kNibbleBytes + 32;
+};
 template <> struct Geom<DType::Q6_K> {
     using Block = BlockQ6_K;
     static constexpr size_t kHeader = 144, kSubBytes = kNibbleBytes + 64;
 };
 template <DType T> constexpr size_t kGroupBlock = Geom<T>::kHeader + kSubBlocks * Geom<T>::kSubBytes;
 static_assert(kGroupBlock<DType::Q4_K> == kR8Rows * sizeof(BlockQ4_K), "r8 Q4_K keeps the GGUF size");
+static_assert(kGroupBlock<DType::Q5_K> == kR8Rows * sizeof(BlockQ5_K), "r8 Q5_K keeps the GGUF size");
 static_assert(kGroupBlock<DType::Q6_K> == kR8Rows * sizeof(BlockQ6_K), "r8 Q6_K keeps the GGUF size");
+// Q4_K and Q5_K share their header and factors.
+template <DType T> constexpr bool kScaleMin = T == DType::Q4_K || T == DType::Q5_K;
 
 // ---- a row's share of a group-block, in and out ----
 
 template <DType T> void write_header(uint8_t *gb, int l, const typename Geom<T>::Block &w) {
     std::memcpy(gb + 2 * l, &w.d, 2);
-    if constexpr (T == DType::Q4_K) {
+    if constexpr (kScaleMin<T>) {
         std::memcpy(gb + 16 + 2 * l, &w.dmin, 2);
         for (int p = 0; p < 12; ++p) gb[32 + 8 * p + l] = w.scales[p];
     } else {
@@ -69,7 +78,7 @@ template <DType T> void write_header(uint8_t *gb, int l, const typename Geom<T>:
 }
 template <DType T> void read_header(const uint8_t *gb, int l, typename Geom<T>::Block &w) {
     std::memcpy(&w.d, gb + 2 * l, 2);
-    if constexpr (T == DType::Q4_K) {
+    if constexpr (kScaleMin<T>) {
         std::memcpy(&w.dmin, gb + 16 + 2 * l, 2);
         for (int p = 0; p < 12; ++p) w.scales[p] = gb[32 + 8 * p + l];
     } else {
@@ -83,14 +92,23 @@ inline void high_pos(int l, int p, int *byte, int *shift) {
     *byte = (int)kNibbleBytes + 32 * (c >> 1) + 2 * (2 * l + h) + (c & 1);
     *shift = 2 * k;
 }
-// The same as (high chunk, bit in the row's four bytes of it), for the repacking loop.
+// Where Q5_K's fifth bit of row l for activation qs[p] lives: bit 4 c + k of word 2 l + h of its one
+// bit chunk.
+inline void fifth_bit_pos(int l, int p, int *byte, int *shift) {
+    const int j = p >> 1, h = p & 1, c = j >> 2, k = j & 3;
+    *byte = (int)kNibbleBytes + 2 * (2 * l + h) + ((4 * c + k) >> 3);
+    *shift = (4 * c + k) & 7;
+}
+// The same as (high chunk, bit in the row's four bytes of it), for the repacking loop: Q6_K's bit
+// pairs (q6_*) and Q5_K's bits (q5_bit).
 struct HighBitsTable {
-    uint8_t chunk[QK_ACT], bit[QK_ACT];
-    constexpr HighBitsTable() : chunk{}, bit{} {
+    uint8_t chunk[QK_ACT], bit[QK_ACT], q5_bit[QK_ACT];
+    constexpr HighBitsTable() : chunk{}, bit{}, q5_bit{} {
         for (int p = 0; p < QK_ACT; ++p) {
             const int j = p >> 1, h = p & 1, c = j >> 2, k = j & 3;
             chunk[p] = (uint8_t)(c >> 1);
             bit[p] = (uint8_t)(8 * (2 * h + (c & 1)) + 2 * k);
+            q5_bit[p] = (uint8_t)(16 * h + 4 * c + k);
         }
     }
 };
@@ -107,6 +125,10 @@ template <DType T> void put_sub_block(uint8_t *sub, int l, const uint8_t *u) {
         for (int p = 0; p < QK_ACT; ++p)
             words[kHighBits.chunk[p]] |= (uint32_t)(u[kActElem.elem[p]] >> 4) << kHighBits.bit[p];
         for (int i = 0; i < 2; ++i) std::memcpy(sub + kNibbleBytes + 32 * i + 4 * l, &words[i], 4);
+    } else if constexpr (T == DType::Q5_K) {
+        uint32_t word = 0;  // row l's 4 bytes of the bit chunk
+        for (int p = 0; p < QK_ACT; ++p) word |= (uint32_t)(u[kActElem.elem[p]] >> 4) << kHighBits.q5_bit[p];
+        std::memcpy(sub + kNibbleBytes + 4 * l, &word, 4);
     }
 }
 template <DType T> void get_sub_block(const uint8_t *sub, int l, uint8_t *u) {
@@ -117,6 +139,9 @@ template <DType T> void get_sub_block(const uint8_t *sub, int l, uint8_t *u) {
         if constexpr (T == DType::Q6_K) {
             high_pos(l, p, &byte, &shift);
             v |= (uint8_t)(((sub[byte] >> shift) & 3) << 4);
+        } else if constexpr (T == DType::Q5_K) {
+            fifth_bit_pos(l, p, &byte, &shift);
+            v |= (uint8_t)(((sub[byte] >> shift) & 1) << 4);
         }
         u[kActElem.elem[p]] = v;
     }
@@ -124,10 +149,12 @@ template <DType T> void get_sub_block(const uint8_t *sub, int l, uint8_t *u) {
 
 template <DType T> void quants_of(const typename Geom<T>::Block &w, uint8_t *u) {
     if constexpr (T == DType::Q4_K) q4k_nibbles_of(w, u);
+    else if constexpr (T == DType::Q5_K) q5k_quants_of(w, u);
     else q6k_quants_of(w, u);
 }
 template <DType T> void set_quants(typename Geom<T>::Block &w, const uint8_t *u) {
     if constexpr (T == DType::Q4_K) set_q4k_nibbles(w, u);
+    else if constexpr (T == DType::Q5_K) set_q5k_quants(w, u);
     else set_q6k_quants(w, u);
 }
 
@@ -212,6 +239,16 @@ template <DType T> AKUNU_ALWAYS_INLINE void chunk_vectors(const uint8_t *sub, in
         const __m256i h[4] = {_mm256_slli_epi16(hb, 4), _mm256_slli_epi16(hb, 2), hb, _mm256_srli_epi16(hb, 2)};
         AKUNU_UNROLL
         for (int k = 0; k < 4; ++k) v[k] = _mm256_sub_epi16(_mm256_or_si256(v[k], _mm256_and_si256(h[k], bits45)), offset);
+    } else if constexpr (T == DType::Q5_K) {
+        // Bit 4 c + k of each word to bit 4 (c is a compile-time constant where this is inlined).
+        const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(sub + kNibbleBytes));
+        const __m256i bit4 = _mm256_set1_epi16(0x0010);
+        AKUNU_UNROLL
+        for (int k = 0; k < 4; ++k) {
+            const int b = 4 * c + k;
+            const __m256i moved = b <= 4 ? _mm256_slli_epi16(hb, 4 - b) : _mm256_srli_epi16(hb, b - 4);
+            v[k] = _mm256_or_si256(v[k], _mm256_and_si256(moved, bit4));
+        }
     }
 }
 
@@ -262,7 +299,7 @@ void tile(const uint8_t *group, const uint8_t *x, size_t x_row_bytes, int64_t nb
     for (int64_t b = 0; b < nb; ++b) {
         const uint8_t *gb = group + (size_t)b * kGroupBlock<T>;
         const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(gb)));
-        if constexpr (T == DType::Q4_K) {
+        if constexpr (kScaleMin<T>) {
             const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(gb + 16)));
             const ScaleMin f(gb + 32);
             for (int s = 0; s < kSubBlocks; ++s) {
@@ -346,12 +383,13 @@ template <DType T> void gemm_matrix_rows(const GemmArgs &a, int64_t n_begin, int
 
 }  // namespace
 
-bool handles(DType t) { return t == DType::Q4_K || t == DType::Q6_K; }
+bool handles(DType t) { return t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K; }
 
 size_t repacked_bytes(DType t, int64_t rows, int64_t K) {
     const size_t groups = (size_t)((rows + kR8Rows - 1) / kR8Rows);
     switch (t) {
         case DType::Q4_K: return groups * kR8Rows * (size_t)(K / QK_K) * sizeof(BlockQ4_K);
+        case DType::Q5_K: return groups * kR8Rows * (size_t)(K / QK_K) * sizeof(BlockQ5_K);
         case DType::Q6_K: return groups * kR8Rows * (size_t)(K / QK_K) * sizeof(BlockQ6_K);
         default: return 0;
     }
@@ -359,16 +397,19 @@ size_t repacked_bytes(DType t, int64_t rows, int64_t K) {
 
 void repack(DType t, const uint8_t *src, uint8_t *dst, int64_t rows, int64_t K) {
     if (t == DType::Q4_K) repack_matrix<DType::Q4_K>(src, dst, rows, K);
+    if (t == DType::Q5_K) repack_matrix<DType::Q5_K>(src, dst, rows, K);
     if (t == DType::Q6_K) repack_matrix<DType::Q6_K>(src, dst, rows, K);
 }
 
 void dequantize_row(DType t, const uint8_t *packed, int64_t row, float *dst, int64_t K) {
     if (t == DType::Q4_K) dequantize_matrix_row<DType::Q4_K>(packed, row, dst, K);
+    if (t == DType::Q5_K) dequantize_matrix_row<DType::Q5_K>(packed, row, dst, K);
     if (t == DType::Q6_K) dequantize_matrix_row<DType::Q6_K>(packed, row, dst, K);
 }
 
 void gemm_rows(const GemmArgs &args, int64_t n_begin, int64_t n_end) {
     if (args.type == DType::Q4_K) gemm_matrix_rows<DType::Q4_K>(args, n_begin, n_end);
+    if (args.type == DType::Q5_K) gemm_matrix_rows<DType::Q5_K>(args, n_begin, n_end);
     if (args.type == DType::Q6_K) gemm_matrix_rows<DType::Q6_K>(args, n_begin, n_end);
 }
 

@@ -26,7 +26,7 @@ size_t q16_act_row_bytes(size_t K) { return (K / QK_ACT) * sizeof(BlockQ16Act); 
 
 // Q4_0 / Q4_1 / Q8_0 are repacked at load into groups of interleaved rows (repacked_layout.h: "r16"
 // on AVX-512 VNNI builds, "r8" elsewhere; r16 builds also repack Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K,
-// Q6_K and IQ4_XS, r8 builds with AVX2 Q4_K, Q5_K and Q6_K) so that the decode GEMV streams one contiguous run per group. The copy
+// Q6_K and IQ4_XS, r8 builds with AVX2 Q5_0, Q4_K, Q5_K and Q6_K) so that the decode GEMV streams one contiguous run per group. The copy
 // replaces the aliased mmap pages.
 template <DType T> size_t repacked_size(size_t rows, size_t cols) { return repacked_bytes(T, (int64_t)rows, (int64_t)cols); }
 template <DType T> void repack(const void *src, void *dst, size_t rows, size_t cols) {
@@ -56,7 +56,7 @@ const DTypeDescriptor kCpuDTypes[] = {
     {DType::Q4_1, "gemm_q4_1_repacked", "embedding_q4_1_repacked", kRepackedActQuant, repacked_act_bytes<DType::Q4_1>,
      repacked_size<DType::Q4_1>, repack<DType::Q4_1>, (uint32_t)repack_row_group(DType::Q4_1)},
     // Group-scaled dtypes (kquant_kernels.h): GGUF rows as they are, except where this build has
-    // an r16 layout for them (r16_kquant_layout.h).
+    // an r16 layout for them (r16_kquant_layout.h) or, with AVX2, an r8 one (r8_kquant_layout.h).
 #if defined(AKUNU_CPU_VNNI512)
     {DType::Q5_0, "gemm_q5_0_repacked", "embedding_q5_0_repacked", kRepackedActQuant, repacked_act_bytes<DType::Q5_0>,
      repacked_size<DType::Q5_0>, repack<DType::Q5_0>, (uint32_t)repack_row_group(DType::Q5_0)},
@@ -72,20 +72,23 @@ const DTypeDescriptor kCpuDTypes[] = {
      repacked_size<DType::IQ4_NL>, repack<DType::IQ4_NL>, (uint32_t)repack_row_group(DType::IQ4_NL)},
     {DType::IQ4_XS, "gemm_iq4_xs_repacked", "embedding_iq4_xs_repacked", kRepackedActQuant, repacked_act_bytes<DType::IQ4_XS>,
      repacked_size<DType::IQ4_XS>, repack<DType::IQ4_XS>, (uint32_t)repack_row_group(DType::IQ4_XS)},
-#else
-    {DType::Q5_0, "gemm_q5_0", "embedding_q5_0", "quantize_act_q16", q16_act_row_bytes},
-#if defined(AKUNU_CPU_AVX2)  // the r8 layout of Q4_K, Q5_K and Q6_K (r8_kquant_layout.h)
+#elif defined(AKUNU_CPU_AVX2)  // the r8 layout of Q5_0, Q4_K, Q5_K and Q6_K (r8_kquant_layout.h)
+    {DType::Q5_0, "gemm_q5_0_repacked", "embedding_q5_0_repacked", kRepackedActQuant, repacked_act_bytes<DType::Q5_0>,
+     repacked_size<DType::Q5_0>, repack<DType::Q5_0>, (uint32_t)repack_row_group(DType::Q5_0)},
     {DType::Q4_K, "gemm_q4_k_repacked", "embedding_q4_k_repacked", kRepackedActQuant, repacked_act_bytes<DType::Q4_K>,
      repacked_size<DType::Q4_K>, repack<DType::Q4_K>, (uint32_t)repack_row_group(DType::Q4_K)},
     {DType::Q5_K, "gemm_q5_k_repacked", "embedding_q5_k_repacked", kRepackedActQuant, repacked_act_bytes<DType::Q5_K>,
      repacked_size<DType::Q5_K>, repack<DType::Q5_K>, (uint32_t)repack_row_group(DType::Q5_K)},
     {DType::Q6_K, "gemm_q6_k_repacked", "embedding_q6_k_repacked", kRepackedActQuant, repacked_act_bytes<DType::Q6_K>,
      repacked_size<DType::Q6_K>, repack<DType::Q6_K>, (uint32_t)repack_row_group(DType::Q6_K)},
+    {DType::Q5_1, "gemm_q5_1", "embedding_q5_1", "quantize_act_q16", q16_act_row_bytes},
+    {DType::IQ4_NL, "gemm_iq4_nl", "embedding_iq4_nl", "quantize_act_q16", q16_act_row_bytes},
+    {DType::IQ4_XS, "gemm_iq4_xs", "embedding_iq4_xs", "quantize_act_q16", q16_act_row_bytes},
 #else
+    {DType::Q5_0, "gemm_q5_0", "embedding_q5_0", "quantize_act_q16", q16_act_row_bytes},
     {DType::Q4_K, "gemm_q4_k", "embedding_q4_k", "quantize_act_q16", q16_act_row_bytes},
     {DType::Q5_K, "gemm_q5_k", "embedding_q5_k", "quantize_act_q16", q16_act_row_bytes},
     {DType::Q6_K, "gemm_q6_k", "embedding_q6_k", "quantize_act_q16", q16_act_row_bytes},
-#endif
     {DType::Q5_1, "gemm_q5_1", "embedding_q5_1", "quantize_act_q16", q16_act_row_bytes},
     {DType::IQ4_NL, "gemm_iq4_nl", "embedding_iq4_nl", "quantize_act_q16", q16_act_row_bytes},
     {DType::IQ4_XS, "gemm_iq4_xs", "embedding_iq4_xs", "quantize_act_q16", q16_act_row_bytes},

@@ -50,7 +50,9 @@ const KernelEntry kKernels[] = {
     {"gemm_q6_k", gemm_kernel<DType::Q6_K>},
     {"gemm_iq4_xs", gemm_kernel<DType::IQ4_XS>},
     {"quantize_act_q16", act_quant_q16_kernel},
-    // Q4_K, Q5_K and Q6_K: r16 (r16_kquant_layout.h) or, on AVX2 builds, r8 (r8_kquant_layout.h).
+    // Q5_0, Q4_K, Q5_K and Q6_K: r16 (r16_kquant_layout.h) or, on AVX2 builds, r8 (r8_kquant_layout.h).
+    {"gemm_q5_0_repacked", gemm_repacked_kernel<DType::Q5_0>},
+    {"embedding_q5_0_repacked", embedding_repacked_kernel<DType::Q5_0>},
     {"gemm_q4_k_repacked", gemm_repacked_kernel<DType::Q4_K>},
     {"gemm_q5_k_repacked", gemm_repacked_kernel<DType::Q5_K>},
     {"gemm_q6_k_repacked", gemm_repacked_kernel<DType::Q6_K>},
@@ -60,8 +62,6 @@ const KernelEntry kKernels[] = {
 #if defined(AKUNU_CPU_VNNI512)
     {"quantize_act_q8x2", act_quant_q8x2_kernel},
     {"quantize_act_q8x2_superblocks", act_quant_q8x2_superblocks_kernel},
-    {"gemm_q5_0_repacked", gemm_repacked_kernel<DType::Q5_0>},
-    {"embedding_q5_0_repacked", embedding_repacked_kernel<DType::Q5_0>},
     {"gemm_q5_1_repacked", gemm_repacked_kernel<DType::Q5_1>},
     {"gemm_iq4_nl_repacked", gemm_repacked_kernel<DType::IQ4_NL>},
     {"gemm_iq4_xs_repacked", gemm_repacked_kernel<DType::IQ4_XS>},

@@ -1,5 +1,6 @@
-// The quants of a K-quant superblock as unsigned numbers in element order (u[e] for element e of
-// the 256), and back: what the repacked layouts (r16_kquant_layout.cpp, r8_kquant_layout.cpp) store.
+// The quants of a K-quant superblock (or a Q5_0 / Q5_1 block) as unsigned numbers in element order
+// (u[e] for element e of the 256, or 32), and back: what the repacked layouts (r16_kquant_layout.cpp,
+// r8_kquant_layout.cpp) store.
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -8,6 +9,23 @@
 
 namespace akunu::cpu {
 
+// Q5_0 / Q5_1 (32 elements): nibbles in Q4_0 order plus bit e of the u32 qh.
+template <class Block> inline void q5_quants_of(const Block &w, uint8_t *u) {
+    uint32_t qh;
+    std::memcpy(&qh, w.qh, 4);
+    for (int j = 0; j < 16; ++j) {
+        u[j] = (uint8_t)((w.qs[j] & 15) | ((qh >> j) & 1) << 4);
+        u[j + 16] = (uint8_t)((w.qs[j] >> 4) | ((qh >> (j + 16)) & 1) << 4);
+    }
+}
+template <class Block> inline void set_q5_quants(Block &w, const uint8_t *u) {
+    uint32_t qh = 0;
+    for (int j = 0; j < 16; ++j) {
+        w.qs[j] = (uint8_t)((u[j] & 15) | (u[j + 16] & 15) << 4);
+        qh |= (uint32_t)(u[j] >> 4) << j | (uint32_t)(u[j + 16] >> 4) << (j + 16);
+    }
+    std::memcpy(w.qh, &qh, 4);
+}
 // Q4_K / Q5_K: element 64 c + 32 h + l is nibble h of qs[32 c + l]; Q5_K's 5th bit is bit (e / 32) of qh[e % 32].
 template <class Block> inline void q4k_nibbles_of(const Block &w, uint8_t *u) {
     for (int c = 0; c < 4; ++c)

@@ -122,23 +122,7 @@ template <DType T> constexpr bool kLookup = T == DType::IQ4_NL || T == DType::IQ
 template <DType T> void quants_of(const typename Geom<T>::Block &w, uint8_t *u);
 template <DType T> void set_quants(typename Geom<T>::Block &w, const uint8_t *u);
 
-// Q5_0 / Q5_1: nibbles in Q4_0 order plus bit e of the u32 qh. IQ4_NL: the nibbles alone.
-template <class Block> void q5_quants_of(const Block &w, uint8_t *u) {
-    uint32_t qh;
-    std::memcpy(&qh, w.qh, 4);
-    for (int j = 0; j < 16; ++j) {
-        u[j] = (uint8_t)((w.qs[j] & 15) | ((qh >> j) & 1) << 4);
-        u[j + 16] = (uint8_t)((w.qs[j] >> 4) | ((qh >> (j + 16)) & 1) << 4);
-    }
-}
-template <class Block> void set_q5_quants(Block &w, const uint8_t *u) {
-    uint32_t qh = 0;
-    for (int j = 0; j < 16; ++j) {
-        w.qs[j] = (uint8_t)((u[j] & 15) | (u[j + 16] & 15) << 4);
-        qh |= (uint32_t)(u[j] >> 4) << j | (uint32_t)(u[j + 16] >> 4) << (j + 16);
-    }
-    std::memcpy(w.qh, &qh, 4);
-}
+// Q5_0 / Q5_1: q5_quants_of (kquant_unsigned.h).
 template <> void quants_of<DType::Q5_0>(const BlockQ5_0 &w, uint8_t *u) { q5_quants_of(w, u); }
 template <> void set_quants<DType::Q5_0>(BlockQ5_0 &w, const uint8_t *u) { set_q5_quants(w, u); }
 template <> void quants_of<DType::Q5_1>(const BlockQ5_1 &w, uint8_t *u) { q5_quants_of(w, u); }

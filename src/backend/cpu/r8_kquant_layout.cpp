@@ -1,4 +1,4 @@
-// r8 for Q4_K, Q5_K and Q6_K (AVX2 builds without AVX-512 VNNI): repacked at load into groups of 8
+// r8 for Q5_0, Q4_K, Q5_K and Q6_K (AVX2 builds without AVX-512 VNNI): repacked at load into groups of 8
 // interleaved rows, their GEMM against int16 activations (BlockQ16Act), and the way back to GGUF
 // blocks.
 //
@@ -10,18 +10,20 @@
 // partial dots; the superblock's factors are applied once per 32 (Q4_K, Q5_K) or 16 (Q6_K) elements
 // for all 8 rows.
 //
-// A group-block (the same superblock of 8 rows) is exactly 8 x the GGUF block's bytes:
-//   header | sub-block 0 | ... | sub-block 7             (one sub-block per 32 elements)
+// A group-block (the same superblock of 8 rows; Q5_0: the same block) is exactly 8 x the GGUF block's
+// bytes:
+//   header | sub-block 0 | ... | sub-block 7             (one sub-block per 32 elements; Q5_0: one)
 // header: the per-row factors as planes of 8 (plane p holds field p of rows 0..7):
+//   Q5_0        fp16 d[8]                                   16 bytes
 //   Q4_K, Q5_K  fp16 d[8] | fp16 dmin[8] | scales[12][8]   128 bytes (GGUF's 12 packed bytes)
 //   Q6_K        fp16 d[8] | int8 scales[16][8]             144 bytes
-// sub-block: the quants as unsigned numbers u (0..15, Q5_K 0..31, Q6_K 0..63) of its 32 elements:
+// sub-block: the quants as unsigned numbers u (0..15, Q5_0 and Q5_K 0..31, Q6_K 0..63) of its 32 elements:
 //   4 nibble chunks of 32 bytes, r8's order (r8_nibbles.h: in chunk c, 16-bit word 2 l + h holds in
 //     nibble k row l's weight for activation qs[2 (4 c + k) + h]): the low four bits;
-//   Q5_K then 1 chunk of 32 bytes of fifth bits: word 2 l + h holds nibble k of chunk c's at bit 4 c + k;
+//   Q5_0, Q5_K then 1 chunk of 32 bytes of fifth bits: word 2 l + h holds nibble k of chunk c's at bit 4 c + k;
 //   Q6_K then 2 chunks of 32 bytes of the two bits above them: in chunk i, word 2 l + h holds in its
 //     low byte those of nibble chunk 2 i, in its high byte those of 2 i + 1, nibble k at bits 2k, 2k + 1.
-// Values: Q4_K, Q5_K (d sc_j) u - dmin m_j per 32 elements (the min comes back as dmin m_j x the
+// Values: Q5_0 d (u - 16), the offset taken off each int16 weight; Q4_K, Q5_K (d sc_j) u - dmin m_j per 32 elements (the min comes back as dmin m_j x the
 // activation block's float sum); Q6_K d sc_g (u - 32) per 16, the offset taken off each int16 weight.
 #include "backend/cpu/r8_kquant_layout.h"
 
@@ -42,24 +44,35 @@ namespace akunu::cpu::r8k {
 
 namespace {
 
-constexpr int kSubBlocks = QK_K / 32;
 constexpr size_t kNibbleBytes = 4 * 32;  // a sub-block's nibble chunks
 
 template <DType T> struct Geom;
+template <> struct Geom<DType::Q5_0> {
+    using Block = BlockQ5_0;
+    static constexpr int kElems = 32;
+    static constexpr size_t kHeader = 16, kSubBytes = kNibbleBytes + 32;
+};
 template <> struct Geom<DType::Q4_K> {
     using Block = BlockQ4_K;
+    static constexpr int kElems = QK_K;
     static constexpr size_t kHeader = 128, kSubBytes = kNibbleBytes;
 };
 template <> struct Geom<DType::Q5_K> {
     using Block = BlockQ5_K;
+    static constexpr int kElems = QK_K;
     static constexpr size_t kHeader = 128, kSubBytes = kNibbleBytes + 32;
 };
 template <> struct Geom<DType::Q6_K> {
     using Block = BlockQ6_K;
+    static constexpr int kElems = QK_K;
     static constexpr size_t kHeader = 144, kSubBytes = kNibbleBytes + 64;
 };
-template <DType T> constexpr size_t kGroupBlock = Geom<T>::kHeader + kSubBlocks * Geom<T>::kSubBytes;
+template <DType T> constexpr int kSubBlocks = Geom<T>::kElems / 32;
+template <DType T> constexpr size_t kGroupBlock = Geom<T>::kHeader + kSubBlocks<T> * Geom<T>::kSubBytes;
+// One bit above the nibble, in one chunk a sub-block.
+template <DType T> constexpr bool kFifthBit = T == DType::Q5_0 || T == DType::Q5_K;
 static_assert(kGroupBlock<DType::Q4_K> == kR8Rows * sizeof(BlockQ4_K), "r8 Q4_K keeps the GGUF size");
+static_assert(kGroupBlock<DType::Q5_0> == kR8Rows * sizeof(BlockQ5_0), "r8 Q5_0 keeps the GGUF size");
 static_assert(kGroupBlock<DType::Q5_K> == kR8Rows * sizeof(BlockQ5_K), "r8 Q5_K keeps the GGUF size");
 static_assert(kGroupBlock<DType::Q6_K> == kR8Rows * sizeof(BlockQ6_K), "r8 Q6_K keeps the GGUF size");
 // Q4_K and Q5_K share their header and factors.
@@ -72,7 +85,7 @@ template <DType T> void write_header(uint8_t *gb, int l, const typename Geom<T>:
     if constexpr (kScaleMin<T>) {
         std::memcpy(gb + 16 + 2 * l, &w.dmin, 2);
         for (int p = 0; p < 12; ++p) gb[32 + 8 * p + l] = w.scales[p];
-    } else {
+    } else if constexpr (T == DType::Q6_K) {
         for (int g = 0; g < 16; ++g) gb[16 + 8 * g + l] = (uint8_t)w.scales[g];
     }
 }
@@ -81,7 +94,7 @@ template <DType T> void read_header(const uint8_t *gb, int l, typename Geom<T>::
     if constexpr (kScaleMin<T>) {
         std::memcpy(&w.dmin, gb + 16 + 2 * l, 2);
         for (int p = 0; p < 12; ++p) w.scales[p] = gb[32 + 8 * p + l];
-    } else {
+    } else if constexpr (T == DType::Q6_K) {
         for (int g = 0; g < 16; ++g) w.scales[g] = (int8_t)gb[16 + 8 * g + l];
     }
 }
@@ -125,7 +138,7 @@ template <DType T> void put_sub_block(uint8_t *sub, int l, const uint8_t *u) {
         for (int p = 0; p < QK_ACT; ++p)
             words[kHighBits.chunk[p]] |= (uint32_t)(u[kActElem.elem[p]] >> 4) << kHighBits.bit[p];
         for (int i = 0; i < 2; ++i) std::memcpy(sub + kNibbleBytes + 32 * i + 4 * l, &words[i], 4);
-    } else if constexpr (T == DType::Q5_K) {
+    } else if constexpr (kFifthBit<T>) {
         uint32_t word = 0;  // row l's 4 bytes of the bit chunk
         for (int p = 0; p < QK_ACT; ++p) word |= (uint32_t)(u[kActElem.elem[p]] >> 4) << kHighBits.q5_bit[p];
         std::memcpy(sub + kNibbleBytes + 4 * l, &word, 4);
@@ -139,7 +152,7 @@ template <DType T> void get_sub_block(const uint8_t *sub, int l, uint8_t *u) {
         if constexpr (T == DType::Q6_K) {
             high_pos(l, p, &byte, &shift);
             v |= (uint8_t)(((sub[byte] >> shift) & 3) << 4);
-        } else if constexpr (T == DType::Q5_K) {
+        } else if constexpr (kFifthBit<T>) {
             fifth_bit_pos(l, p, &byte, &shift);
             v |= (uint8_t)(((sub[byte] >> shift) & 1) << 4);
         }
@@ -148,22 +161,24 @@ template <DType T> void get_sub_block(const uint8_t *sub, int l, uint8_t *u) {
 }
 
 template <DType T> void quants_of(const typename Geom<T>::Block &w, uint8_t *u) {
-    if constexpr (T == DType::Q4_K) q4k_nibbles_of(w, u);
+    if constexpr (T == DType::Q5_0) q5_quants_of(w, u);
+    else if constexpr (T == DType::Q4_K) q4k_nibbles_of(w, u);
     else if constexpr (T == DType::Q5_K) q5k_quants_of(w, u);
     else q6k_quants_of(w, u);
 }
 template <DType T> void set_quants(typename Geom<T>::Block &w, const uint8_t *u) {
-    if constexpr (T == DType::Q4_K) set_q4k_nibbles(w, u);
+    if constexpr (T == DType::Q5_0) set_q5_quants(w, u);
+    else if constexpr (T == DType::Q4_K) set_q4k_nibbles(w, u);
     else if constexpr (T == DType::Q5_K) set_q5k_quants(w, u);
     else set_q6k_quants(w, u);
 }
 
 template <DType T> void repack_matrix(const uint8_t *src, uint8_t *dst, int64_t rows, int64_t K) {
     using Block = typename Geom<T>::Block;
-    const int64_t nb = K / QK_K;
+    const int64_t nb = K / Geom<T>::kElems;
     const size_t row_bytes = (size_t)nb * sizeof(Block);
     const int64_t groups = (rows + kR8Rows - 1) / kR8Rows;
-    uint8_t u[QK_K];
+    uint8_t u[Geom<T>::kElems];
     for (int64_t g = 0; g < groups; ++g) {
         const int n_rows = (int)std::min<int64_t>(kR8Rows, rows - g * kR8Rows);
         uint8_t *group = dst + (size_t)g * kR8Rows * row_bytes;
@@ -175,7 +190,7 @@ template <DType T> void repack_matrix(const uint8_t *src, uint8_t *dst, int64_t 
                 std::memcpy(&w, src + (size_t)(g * kR8Rows + l) * row_bytes + (size_t)b * sizeof(Block), sizeof(Block));
                 write_header<T>(gb, l, w);
                 quants_of<T>(w, u);
-                for (int s = 0; s < kSubBlocks; ++s)
+                for (int s = 0; s < kSubBlocks<T>; ++s)
                     put_sub_block<T>(gb + Geom<T>::kHeader + (size_t)s * Geom<T>::kSubBytes, l, u + 32 * s);
             }
         }
@@ -184,13 +199,13 @@ template <DType T> void repack_matrix(const uint8_t *src, uint8_t *dst, int64_t 
 
 template <DType T> typename Geom<T>::Block unpack_block(const uint8_t *packed, int64_t row, int64_t b, int64_t K) {
     using Block = typename Geom<T>::Block;
-    const size_t row_bytes = (size_t)(K / QK_K) * sizeof(Block);
+    const size_t row_bytes = (size_t)(K / Geom<T>::kElems) * sizeof(Block);
     const int l = (int)(row % kR8Rows);
     const uint8_t *gb = packed + (size_t)(row / kR8Rows) * kR8Rows * row_bytes + (size_t)b * kGroupBlock<T>;
     Block w{};
     read_header<T>(gb, l, w);
-    uint8_t u[QK_K];
-    for (int s = 0; s < kSubBlocks; ++s) get_sub_block<T>(gb + Geom<T>::kHeader + (size_t)s * Geom<T>::kSubBytes, l, u + 32 * s);
+    uint8_t u[Geom<T>::kElems];
+    for (int s = 0; s < kSubBlocks<T>; ++s) get_sub_block<T>(gb + Geom<T>::kHeader + (size_t)s * Geom<T>::kSubBytes, l, u + 32 * s);
     set_quants<T>(w, u);
     return w;
 }
@@ -199,11 +214,12 @@ template <DType T> typename Geom<T>::Block unpack_block(const uint8_t *packed, i
 template <DType T> void dequantize_matrix_row(const uint8_t *packed, int64_t row, float *dst, int64_t K) {
     constexpr int64_t kBatch = 8;
     typename Geom<T>::Block blocks[kBatch];
-    const int64_t nb = K / QK_K;
+    constexpr int64_t kElems = Geom<T>::kElems;
+    const int64_t nb = K / kElems;
     for (int64_t b0 = 0; b0 < nb; b0 += kBatch) {
         const int64_t n = std::min<int64_t>(kBatch, nb - b0);
         for (int64_t i = 0; i < n; ++i) blocks[i] = unpack_block<T>(packed, row, b0 + i, K);
-        akunu::cpu::dequantize_row(T, blocks, dst + b0 * QK_K, n * QK_K);
+        akunu::cpu::dequantize_row(T, blocks, dst + b0 * kElems, n * kElems);
     }
 }
 
@@ -223,7 +239,8 @@ inline __m256 int8s_as_floats(const uint8_t *p) {
 }
 
 // Chunk c of a sub-block as four int16 vectors v[k] (word 2 l + h: row l's weight for activation
-// qs[2 (4 c + k) + h]): Q4_K's nibbles; Q6_K's six-bit values minus 32.
+// qs[2 (4 c + k) + h]): Q4_K's nibbles, Q5_K's five-bit values, Q5_0's minus 16, Q6_K's six-bit values
+// minus 32.
 template <DType T> AKUNU_ALWAYS_INLINE void chunk_vectors(const uint8_t *sub, int c, __m256i (&v)[4]) {
     const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(sub + 32 * c));
     const __m256i low4 = _mm256_set1_epi16(0x000f);
@@ -239,7 +256,7 @@ template <DType T> AKUNU_ALWAYS_INLINE void chunk_vectors(const uint8_t *sub, in
         const __m256i h[4] = {_mm256_slli_epi16(hb, 4), _mm256_slli_epi16(hb, 2), hb, _mm256_srli_epi16(hb, 2)};
         AKUNU_UNROLL
         for (int k = 0; k < 4; ++k) v[k] = _mm256_sub_epi16(_mm256_or_si256(v[k], _mm256_and_si256(h[k], bits45)), offset);
-    } else if constexpr (T == DType::Q5_K) {
+    } else if constexpr (kFifthBit<T>) {
         // Bit 4 c + k of each word to bit 4 (c is a compile-time constant where this is inlined).
         const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(sub + kNibbleBytes));
         const __m256i bit4 = _mm256_set1_epi16(0x0010);
@@ -248,6 +265,7 @@ template <DType T> AKUNU_ALWAYS_INLINE void chunk_vectors(const uint8_t *sub, in
             const int b = 4 * c + k;
             const __m256i moved = b <= 4 ? _mm256_slli_epi16(hb, 4 - b) : _mm256_srli_epi16(hb, b - 4);
             v[k] = _mm256_or_si256(v[k], _mm256_and_si256(moved, bit4));
+            if constexpr (T == DType::Q5_0) v[k] = _mm256_sub_epi16(v[k], _mm256_set1_epi16(16));
         }
     }
 }
@@ -302,11 +320,11 @@ void tile(const uint8_t *group, const uint8_t *x, size_t x_row_bytes, int64_t nb
         if constexpr (kScaleMin<T>) {
             const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(gb + 16)));
             const ScaleMin f(gb + 32);
-            for (int s = 0; s < kSubBlocks; ++s) {
+            for (int s = 0; s < kSubBlocks<T>; ++s) {
                 const uint8_t *sub = gb + Geom<T>::kHeader + (size_t)s * Geom<T>::kSubBytes;
                 const BlockQ16Act *a[RM];
                 AKUNU_UNROLL
-                for (int m = 0; m < RM; ++m) a[m] = xr[m] + b * kSubBlocks + s;
+                for (int m = 0; m < RM; ++m) a[m] = xr[m] + b * kSubBlocks<T> + s;
                 __m256i isum[RM];
                 AKUNU_UNROLL
                 for (int c = 0; c < 4; ++c) {
@@ -323,12 +341,29 @@ void tile(const uint8_t *group, const uint8_t *x, size_t x_row_bytes, int64_t nb
                     acc[m] = _mm256_fnmadd_ps(min, _mm256_set1_ps(a[m]->sum), acc[m]);
                 }
             }
+        } else if constexpr (T == DType::Q5_0) {  // one sub-block: d (u - 16)
+            const uint8_t *sub = gb + Geom<T>::kHeader;
+            const BlockQ16Act *a[RM];
+            AKUNU_UNROLL
+            for (int m = 0; m < RM; ++m) a[m] = xr[m] + b;
+            __m256i isum[RM];
+            AKUNU_UNROLL
+            for (int c = 0; c < 4; ++c) {
+                __m256i v[4], dots[RM];
+                chunk_vectors<T>(sub, c, v);
+                chunk_dots<RM>(v, a, c, dots);
+                AKUNU_UNROLL
+                for (int m = 0; m < RM; ++m) isum[m] = c == 0 ? dots[m] : _mm256_add_epi32(isum[m], dots[m]);
+            }
+            AKUNU_UNROLL
+            for (int m = 0; m < RM; ++m)
+                acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[m]), _mm256_mul_ps(d, _mm256_set1_ps(a[m]->d)), acc[m]);
         } else {
-            for (int s = 0; s < kSubBlocks; ++s) {
+            for (int s = 0; s < kSubBlocks<T>; ++s) {
                 const uint8_t *sub = gb + Geom<T>::kHeader + (size_t)s * Geom<T>::kSubBytes;
                 const BlockQ16Act *a[RM];
                 AKUNU_UNROLL
-                for (int m = 0; m < RM; ++m) a[m] = xr[m] + b * kSubBlocks + s;
+                for (int m = 0; m < RM; ++m) a[m] = xr[m] + b * kSubBlocks<T> + s;
                 // Chunks 0 and 2 hold the sub-block's elements 0..15 (even, odd), 1 and 3 its 16..31
                 // (the activation order, quant_blocks.h): the two scale groups' sums.
                 __m256i lo[RM], hi[RM];
@@ -372,7 +407,7 @@ template <DType T> struct TileTable {
 
 template <DType T> void gemm_matrix_rows(const GemmArgs &a, int64_t n_begin, int64_t n_end) {
     static constexpr TileTable<T> table{};
-    const int64_t nb = a.K / QK_K;
+    const int64_t nb = a.K / Geom<T>::kElems;
     for_each_group_tile<kR8Rows, kTileM>(
         a, n_begin, n_end, [&](const uint8_t *group, int64_t m, int rm, int64_t row0, int lo, int hi) {
             __m256 out[kTileM];
@@ -383,11 +418,12 @@ template <DType T> void gemm_matrix_rows(const GemmArgs &a, int64_t n_begin, int
 
 }  // namespace
 
-bool handles(DType t) { return t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K; }
+bool handles(DType t) { return t == DType::Q5_0 || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K; }
 
 size_t repacked_bytes(DType t, int64_t rows, int64_t K) {
     const size_t groups = (size_t)((rows + kR8Rows - 1) / kR8Rows);
     switch (t) {
+        case DType::Q5_0: return groups * kR8Rows * (size_t)(K / 32) * sizeof(BlockQ5_0);
         case DType::Q4_K: return groups * kR8Rows * (size_t)(K / QK_K) * sizeof(BlockQ4_K);
         case DType::Q5_K: return groups * kR8Rows * (size_t)(K / QK_K) * sizeof(BlockQ5_K);
         case DType::Q6_K: return groups * kR8Rows * (size_t)(K / QK_K) * sizeof(BlockQ6_K);
@@ -396,18 +432,21 @@ size_t repacked_bytes(DType t, int64_t rows, int64_t K) {
 }
 
 void repack(DType t, const uint8_t *src, uint8_t *dst, int64_t rows, int64_t K) {
+    if (t == DType::Q5_0) repack_matrix<DType::Q5_0>(src, dst, rows, K);
     if (t == DType::Q4_K) repack_matrix<DType::Q4_K>(src, dst, rows, K);
     if (t == DType::Q5_K) repack_matrix<DType::Q5_K>(src, dst, rows, K);
     if (t == DType::Q6_K) repack_matrix<DType::Q6_K>(src, dst, rows, K);
 }
 
 void dequantize_row(DType t, const uint8_t *packed, int64_t row, float *dst, int64_t K) {
+    if (t == DType::Q5_0) dequantize_matrix_row<DType::Q5_0>(packed, row, dst, K);
     if (t == DType::Q4_K) dequantize_matrix_row<DType::Q4_K>(packed, row, dst, K);
     if (t == DType::Q5_K) dequantize_matrix_row<DType::Q5_K>(packed, row, dst, K);
     if (t == DType::Q6_K) dequantize_matrix_row<DType::Q6_K>(packed, row, dst, K);
 }
 
 void gemm_rows(const GemmArgs &args, int64_t n_begin, int64_t n_end) {
+    if (args.type == DType::Q5_0) gemm_matrix_rows<DType::Q5_0>(args, n_begin, n_end);
     if (args.type == DType::Q4_K) gemm_matrix_rows<DType::Q4_K>(args, n_begin, n_end);
     if (args.type == DType::Q5_K) gemm_matrix_rows<DType::Q5_K>(args, n_begin, n_end);
     if (args.type == DType::Q6_K) gemm_matrix_rows<DType::Q6_K>(args, n_begin, n_end);

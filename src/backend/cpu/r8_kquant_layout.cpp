@@ -105,15 +105,15 @@ inline void high_pos(int l, int p, int *byte, int *shift) {
     *byte = (int)kNibbleBytes + 32 * (c >> 1) + 2 * (2 * l + h) + (c & 1);
     *shift = 2 * k;
 }
-// Where Q5_K's fifth bit of row l for activation qs[p] lives: bit 4 c + k of word 2 l + h of its one
-// bit chunk.
+// Where Q5_0's / Q5_K's fifth bit of row l for activation qs[p] lives: bit 4 c + k of word 2 l + h of
+// its one bit chunk.
 inline void fifth_bit_pos(int l, int p, int *byte, int *shift) {
     const int j = p >> 1, h = p & 1, c = j >> 2, k = j & 3;
     *byte = (int)kNibbleBytes + 2 * (2 * l + h) + ((4 * c + k) >> 3);
     *shift = (4 * c + k) & 7;
 }
-// The same as (high chunk, bit in the row's four bytes of it), for the repacking loop: Q6_K's bit
-// pairs (q6_*) and Q5_K's bits (q5_bit).
+// The same as bits of the row's four bytes of a chunk, for the repacking loop: Q6_K's bit pairs (in
+// high chunk `chunk`, from bit `bit`) and the fifth bits (q5_bit).
 struct HighBitsTable {
     uint8_t chunk[QK_ACT], bit[QK_ACT], q5_bit[QK_ACT];
     constexpr HighBitsTable() : chunk{}, bit{}, q5_bit{} {

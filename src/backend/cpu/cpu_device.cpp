@@ -37,10 +37,18 @@ template <DType T> size_t repacked_act_bytes(size_t K) { return repacked_act_row
 constexpr const char *kRepackedActQuant = "quantize_act_q8x2";
 // Q6_K's rows take one scale per superblock and also carry the int16 values its prefill GEMM takes
 // (r16_panel_gemm.cpp, docs/adr/0027).
-constexpr const char *kSuperblockActQuant = "quantize_act_q8x2_superblocks";
+constexpr const char *kQ6KActQuant = "quantize_act_q8x2_superblocks";
 #else
 constexpr const char *kRepackedActQuant = "quantize_act_q16";
+[[maybe_unused]] constexpr const char *kQ6KActQuant = kRepackedActQuant;
 #endif
+
+// A dtype this build repacks at load (repacked_layout.h), its kernels named by `name` (q4_0, ...).
+#define AKUNU_REPACKED(T, name, act_quant)                                                                       \
+    {DType::T, "gemm_" #name "_repacked", "embedding_" #name "_repacked", act_quant, repacked_act_bytes<DType::T>, \
+     repacked_size<DType::T>, repack<DType::T>, (uint32_t)repack_row_group(DType::T)}
+// A group-scaled dtype read as GGUF rows (kquant_kernels.h).
+#define AKUNU_GGUF_ROWS(T, name) {DType::T, "gemm_" #name, "embedding_" #name, "quantize_act_q16", q16_act_row_bytes}
 
 // What the CPU runs for each weight dtype. Quantized weights take integer activation blocks
 // (BlockQ16Act, or BlockQ8x2Act for the r16 layout) so the dot products run in integer SIMD;
@@ -49,53 +57,36 @@ const DTypeDescriptor kCpuDTypes[] = {
     {DType::F32, "gemm_f32", "embedding_f32", nullptr, nullptr},
     {DType::F16, "gemm_f16", "embedding_f16", nullptr, nullptr},
     {DType::BF16, "gemm_bf16", "embedding_bf16", nullptr, nullptr},
-    {DType::Q8_0, "gemm_q8_0_repacked", "embedding_q8_0_repacked", kRepackedActQuant, repacked_act_bytes<DType::Q8_0>,
-     repacked_size<DType::Q8_0>, repack<DType::Q8_0>, (uint32_t)repack_row_group(DType::Q8_0)},
-    {DType::Q4_0, "gemm_q4_0_repacked", "embedding_q4_0_repacked", kRepackedActQuant, repacked_act_bytes<DType::Q4_0>,
-     repacked_size<DType::Q4_0>, repack<DType::Q4_0>, (uint32_t)repack_row_group(DType::Q4_0)},
-    {DType::Q4_1, "gemm_q4_1_repacked", "embedding_q4_1_repacked", kRepackedActQuant, repacked_act_bytes<DType::Q4_1>,
-     repacked_size<DType::Q4_1>, repack<DType::Q4_1>, (uint32_t)repack_row_group(DType::Q4_1)},
+    AKUNU_REPACKED(Q8_0, q8_0, kRepackedActQuant),
+    AKUNU_REPACKED(Q4_0, q4_0, kRepackedActQuant),
+    AKUNU_REPACKED(Q4_1, q4_1, kRepackedActQuant),
     // Group-scaled dtypes (kquant_kernels.h): GGUF rows as they are, except where this build has
     // an r16 layout for them (r16_kquant_layout.h) or, with AVX2, an r8 one (r8_kquant_layout.h).
-#if defined(AKUNU_CPU_VNNI512)
-    {DType::Q5_0, "gemm_q5_0_repacked", "embedding_q5_0_repacked", kRepackedActQuant, repacked_act_bytes<DType::Q5_0>,
-     repacked_size<DType::Q5_0>, repack<DType::Q5_0>, (uint32_t)repack_row_group(DType::Q5_0)},
-    {DType::Q4_K, "gemm_q4_k_repacked", "embedding_q4_k_repacked", kRepackedActQuant, repacked_act_bytes<DType::Q4_K>,
-     repacked_size<DType::Q4_K>, repack<DType::Q4_K>, (uint32_t)repack_row_group(DType::Q4_K)},
-    {DType::Q5_K, "gemm_q5_k_repacked", "embedding_q5_k_repacked", kRepackedActQuant, repacked_act_bytes<DType::Q5_K>,
-     repacked_size<DType::Q5_K>, repack<DType::Q5_K>, (uint32_t)repack_row_group(DType::Q5_K)},
-    {DType::Q6_K, "gemm_q6_k_repacked", "embedding_q6_k_repacked", kSuperblockActQuant, repacked_act_bytes<DType::Q6_K>,
-     repacked_size<DType::Q6_K>, repack<DType::Q6_K>, (uint32_t)repack_row_group(DType::Q6_K)},
-    {DType::Q5_1, "gemm_q5_1_repacked", "embedding_q5_1_repacked", kRepackedActQuant, repacked_act_bytes<DType::Q5_1>,
-     repacked_size<DType::Q5_1>, repack<DType::Q5_1>, (uint32_t)repack_row_group(DType::Q5_1)},
-    {DType::IQ4_NL, "gemm_iq4_nl_repacked", "embedding_iq4_nl_repacked", kRepackedActQuant, repacked_act_bytes<DType::IQ4_NL>,
-     repacked_size<DType::IQ4_NL>, repack<DType::IQ4_NL>, (uint32_t)repack_row_group(DType::IQ4_NL)},
-    {DType::IQ4_XS, "gemm_iq4_xs_repacked", "embedding_iq4_xs_repacked", kRepackedActQuant, repacked_act_bytes<DType::IQ4_XS>,
-     repacked_size<DType::IQ4_XS>, repack<DType::IQ4_XS>, (uint32_t)repack_row_group(DType::IQ4_XS)},
-#elif defined(AKUNU_CPU_AVX2)  // the r8 layout of Q5_0, Q4_K, Q5_K and Q6_K (r8_kquant_layout.h)
-    {DType::Q5_0, "gemm_q5_0_repacked", "embedding_q5_0_repacked", kRepackedActQuant, repacked_act_bytes<DType::Q5_0>,
-     repacked_size<DType::Q5_0>, repack<DType::Q5_0>, (uint32_t)repack_row_group(DType::Q5_0)},
-    {DType::Q4_K, "gemm_q4_k_repacked", "embedding_q4_k_repacked", kRepackedActQuant, repacked_act_bytes<DType::Q4_K>,
-     repacked_size<DType::Q4_K>, repack<DType::Q4_K>, (uint32_t)repack_row_group(DType::Q4_K)},
-    {DType::Q5_K, "gemm_q5_k_repacked", "embedding_q5_k_repacked", kRepackedActQuant, repacked_act_bytes<DType::Q5_K>,
-     repacked_size<DType::Q5_K>, repack<DType::Q5_K>, (uint32_t)repack_row_group(DType::Q5_K)},
-    {DType::Q6_K, "gemm_q6_k_repacked", "embedding_q6_k_repacked", kRepackedActQuant, repacked_act_bytes<DType::Q6_K>,
-     repacked_size<DType::Q6_K>, repack<DType::Q6_K>, (uint32_t)repack_row_group(DType::Q6_K)},
-    {DType::Q5_1, "gemm_q5_1", "embedding_q5_1", "quantize_act_q16", q16_act_row_bytes},
-    {DType::IQ4_NL, "gemm_iq4_nl", "embedding_iq4_nl", "quantize_act_q16", q16_act_row_bytes},
-    {DType::IQ4_XS, "gemm_iq4_xs", "embedding_iq4_xs", "quantize_act_q16", q16_act_row_bytes},
+#if defined(AKUNU_CPU_AVX2)  // r16 or r8
+    AKUNU_REPACKED(Q5_0, q5_0, kRepackedActQuant),
+    AKUNU_REPACKED(Q4_K, q4_k, kRepackedActQuant),
+    AKUNU_REPACKED(Q5_K, q5_k, kRepackedActQuant),
+    AKUNU_REPACKED(Q6_K, q6_k, kQ6KActQuant),
 #else
-    {DType::Q5_0, "gemm_q5_0", "embedding_q5_0", "quantize_act_q16", q16_act_row_bytes},
-    {DType::Q4_K, "gemm_q4_k", "embedding_q4_k", "quantize_act_q16", q16_act_row_bytes},
-    {DType::Q5_K, "gemm_q5_k", "embedding_q5_k", "quantize_act_q16", q16_act_row_bytes},
-    {DType::Q6_K, "gemm_q6_k", "embedding_q6_k", "quantize_act_q16", q16_act_row_bytes},
-    {DType::Q5_1, "gemm_q5_1", "embedding_q5_1", "quantize_act_q16", q16_act_row_bytes},
-    {DType::IQ4_NL, "gemm_iq4_nl", "embedding_iq4_nl", "quantize_act_q16", q16_act_row_bytes},
-    {DType::IQ4_XS, "gemm_iq4_xs", "embedding_iq4_xs", "quantize_act_q16", q16_act_row_bytes},
+    AKUNU_GGUF_ROWS(Q5_0, q5_0),
+    AKUNU_GGUF_ROWS(Q4_K, q4_k),
+    AKUNU_GGUF_ROWS(Q5_K, q5_k),
+    AKUNU_GGUF_ROWS(Q6_K, q6_k),
 #endif
-    {DType::Q2_K, "gemm_q2_k", "embedding_q2_k", "quantize_act_q16", q16_act_row_bytes},
-    {DType::Q3_K, "gemm_q3_k", "embedding_q3_k", "quantize_act_q16", q16_act_row_bytes},
+#if defined(AKUNU_CPU_VNNI512)  // r16 only
+    AKUNU_REPACKED(Q5_1, q5_1, kRepackedActQuant),
+    AKUNU_REPACKED(IQ4_NL, iq4_nl, kRepackedActQuant),
+    AKUNU_REPACKED(IQ4_XS, iq4_xs, kRepackedActQuant),
+#else
+    AKUNU_GGUF_ROWS(Q5_1, q5_1),
+    AKUNU_GGUF_ROWS(IQ4_NL, iq4_nl),
+    AKUNU_GGUF_ROWS(IQ4_XS, iq4_xs),
+#endif
+    AKUNU_GGUF_ROWS(Q2_K, q2_k),
+    AKUNU_GGUF_ROWS(Q3_K, q3_k),
 };
+#undef AKUNU_REPACKED
+#undef AKUNU_GGUF_ROWS
 
 std::string cpu_model_name() {
     std::ifstream f("/proc/cpuinfo");

@@ -33,6 +33,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "backend/cpu/dequantize.h"
 #include "backend/cpu/kquant_unsigned.h"
@@ -282,11 +283,33 @@ template <int RM> AKUNU_ALWAYS_INLINE void chunk_dots(const __m256i (&v)[4], con
     }
 }
 
-// Q4_K's 6-bit sc and m of sub-blocks 0..3 and 4..7 of the 8 rows, unpacked from GGUF's 12 bytes
-// (kquant_scale_min) for all rows at once: planes p of 8 bytes, 4 planes a vector.
+// A sub-block's int32 dots with activation rows a[m]: lo over its elements 0..15, hi over 16..31
+// (chunks 0, 2 and 1, 3: the activation order, quant_blocks.h), apart for Q6_K's scales per 16.
+template <DType T, int RM>
+AKUNU_ALWAYS_INLINE void sub_block_dots(const uint8_t *sub, const BlockQ16Act *const (&a)[RM], __m256i (&lo)[RM],
+                                        __m256i (&hi)[RM]) {
+    AKUNU_UNROLL
+    for (int c = 0; c < 4; ++c) {
+        __m256i v[4], dots[RM];
+        chunk_vectors<T>(sub, c, v);
+        chunk_dots<RM>(v, a, c, dots);
+        AKUNU_UNROLL
+        for (int m = 0; m < RM; ++m) {
+            __m256i &sum = (c & 1) ? hi[m] : lo[m];
+            sum = c < 2 ? dots[m] : _mm256_add_epi32(sum, dots[m]);
+        }
+    }
+}
+
+// The group-block's factors beside d: Q4_K's and Q5_K's dmin and 6-bit sc and m of sub-blocks 0..3
+// and 4..7 of the 8 rows, unpacked from GGUF's 12 bytes (kquant_scale_min) for all rows at once:
+// planes p of 8 bytes, 4 planes a vector. (Q5_0 and Q6_K: none.)
 struct ScaleMin {
+    __m256 dmin;
     alignas(32) uint8_t sc03[32], m03[32], sc47[32], m47[32];  // byte 8 j + l: sub-block j (mod 4) of row l
-    explicit ScaleMin(const uint8_t *planes) {
+    explicit ScaleMin(const uint8_t *gb) {
+        dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(gb + 16)));
+        const uint8_t *planes = gb + 32;
         const __m256i s03 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(planes));
         const __m256i s47 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(planes + 32));
         const __m256i s811 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(planes + 64));
@@ -303,6 +326,9 @@ struct ScaleMin {
     const uint8_t *sc(int j) const { return (j < 4 ? sc03 : sc47) + 8 * (j % 4); }
     const uint8_t *m(int j) const { return (j < 4 ? m03 : m47) + 8 * (j % 4); }
 };
+struct NoFactors {
+    explicit NoFactors(const uint8_t *) {}
+};
 
 // One group of 8 rows against RM activation rows: out[m] lane l = dot(row l, activation row m).
 template <DType T, int RM>
@@ -317,67 +343,24 @@ void tile(const uint8_t *group, const uint8_t *x, size_t x_row_bytes, int64_t nb
     for (int64_t b = 0; b < nb; ++b) {
         const uint8_t *gb = group + (size_t)b * kGroupBlock<T>;
         const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(gb)));
-        if constexpr (kScaleMin<T>) {
-            const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(gb + 16)));
-            const ScaleMin f(gb + 32);
-            for (int s = 0; s < kSubBlocks<T>; ++s) {
-                const uint8_t *sub = gb + Geom<T>::kHeader + (size_t)s * Geom<T>::kSubBytes;
-                const BlockQ16Act *a[RM];
-                AKUNU_UNROLL
-                for (int m = 0; m < RM; ++m) a[m] = xr[m] + b * kSubBlocks<T> + s;
-                __m256i isum[RM];
-                AKUNU_UNROLL
-                for (int c = 0; c < 4; ++c) {
-                    __m256i v[4], dots[RM];
-                    chunk_vectors<T>(sub, c, v);
-                    chunk_dots<RM>(v, a, c, dots);
-                    AKUNU_UNROLL
-                    for (int m = 0; m < RM; ++m) isum[m] = c == 0 ? dots[m] : _mm256_add_epi32(isum[m], dots[m]);
-                }
-                const __m256 scale = _mm256_mul_ps(d, bytes_as_floats(f.sc(s))), min = _mm256_mul_ps(dmin, bytes_as_floats(f.m(s)));
-                AKUNU_UNROLL
-                for (int m = 0; m < RM; ++m) {
-                    acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[m]), _mm256_mul_ps(scale, _mm256_set1_ps(a[m]->d)), acc[m]);
-                    acc[m] = _mm256_fnmadd_ps(min, _mm256_set1_ps(a[m]->sum), acc[m]);
-                }
-            }
-        } else if constexpr (T == DType::Q5_0) {  // one sub-block: d (u - 16)
-            const uint8_t *sub = gb + Geom<T>::kHeader;
+        const std::conditional_t<kScaleMin<T>, ScaleMin, NoFactors> f(gb);
+        for (int s = 0; s < kSubBlocks<T>; ++s) {
+            const uint8_t *sub = gb + Geom<T>::kHeader + (size_t)s * Geom<T>::kSubBytes;
             const BlockQ16Act *a[RM];
             AKUNU_UNROLL
-            for (int m = 0; m < RM; ++m) a[m] = xr[m] + b;
-            __m256i isum[RM];
-            AKUNU_UNROLL
-            for (int c = 0; c < 4; ++c) {
-                __m256i v[4], dots[RM];
-                chunk_vectors<T>(sub, c, v);
-                chunk_dots<RM>(v, a, c, dots);
+            for (int m = 0; m < RM; ++m) a[m] = xr[m] + b * kSubBlocks<T> + s;
+            __m256i lo[RM], hi[RM];
+            sub_block_dots<T, RM>(sub, a, lo, hi);
+            if constexpr (kScaleMin<T>) {  // (d sc_s) u - dmin m_s
+                const __m256 scale = _mm256_mul_ps(d, bytes_as_floats(f.sc(s)));
+                const __m256 min = _mm256_mul_ps(f.dmin, bytes_as_floats(f.m(s)));
                 AKUNU_UNROLL
-                for (int m = 0; m < RM; ++m) isum[m] = c == 0 ? dots[m] : _mm256_add_epi32(isum[m], dots[m]);
-            }
-            AKUNU_UNROLL
-            for (int m = 0; m < RM; ++m)
-                acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[m]), _mm256_mul_ps(d, _mm256_set1_ps(a[m]->d)), acc[m]);
-        } else {
-            for (int s = 0; s < kSubBlocks<T>; ++s) {
-                const uint8_t *sub = gb + Geom<T>::kHeader + (size_t)s * Geom<T>::kSubBytes;
-                const BlockQ16Act *a[RM];
-                AKUNU_UNROLL
-                for (int m = 0; m < RM; ++m) a[m] = xr[m] + b * kSubBlocks<T> + s;
-                // Chunks 0 and 2 hold the sub-block's elements 0..15 (even, odd), 1 and 3 its 16..31
-                // (the activation order, quant_blocks.h): the two scale groups' sums.
-                __m256i lo[RM], hi[RM];
-                AKUNU_UNROLL
-                for (int c = 0; c < 4; ++c) {
-                    __m256i v[4], dots[RM];
-                    chunk_vectors<T>(sub, c, v);
-                    chunk_dots<RM>(v, a, c, dots);
-                    AKUNU_UNROLL
-                    for (int m = 0; m < RM; ++m) {
-                        __m256i &sum = (c & 1) ? hi[m] : lo[m];
-                        sum = c < 2 ? dots[m] : _mm256_add_epi32(sum, dots[m]);
-                    }
+                for (int m = 0; m < RM; ++m) {
+                    const __m256i isum = _mm256_add_epi32(lo[m], hi[m]);
+                    acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(scale, _mm256_set1_ps(a[m]->d)), acc[m]);
+                    acc[m] = _mm256_fnmadd_ps(min, _mm256_set1_ps(a[m]->sum), acc[m]);
                 }
+            } else if constexpr (T == DType::Q6_K) {  // d sc_g (u - 32), g = 2 s, 2 s + 1
                 const __m256 scale_lo = _mm256_mul_ps(d, int8s_as_floats(gb + 16 + 8 * (2 * s)));
                 const __m256 scale_hi = _mm256_mul_ps(d, int8s_as_floats(gb + 16 + 8 * (2 * s + 1)));
                 AKUNU_UNROLL
@@ -385,6 +368,12 @@ void tile(const uint8_t *group, const uint8_t *x, size_t x_row_bytes, int64_t nb
                     const __m256 ad = _mm256_set1_ps(a[m]->d);
                     acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lo[m]), _mm256_mul_ps(scale_lo, ad), acc[m]);
                     acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hi[m]), _mm256_mul_ps(scale_hi, ad), acc[m]);
+                }
+            } else {  // Q5_0: d (u - 16), one sub-block
+                AKUNU_UNROLL
+                for (int m = 0; m < RM; ++m) {
+                    const __m256i isum = _mm256_add_epi32(lo[m], hi[m]);
+                    acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d, _mm256_set1_ps(a[m]->d)), acc[m]);
                 }
             }
         }
@@ -395,9 +384,8 @@ void tile(const uint8_t *group, const uint8_t *x, size_t x_row_bytes, int64_t nb
 
 // Activation rows per tile (as r8's Q4_0 / Q4_1 / Q8_0).
 constexpr int kTileM = 4;
-using TileFn = void (*)(const uint8_t *, const uint8_t *, size_t, int64_t, __m256 *);
 template <DType T> struct TileTable {
-    TileFn fn[kTileM];
+    R8TileFn fn[kTileM];
     template <int RM> constexpr void fill() {
         fn[RM - 1] = &tile<T, RM>;
         if constexpr (RM > 1) fill<RM - 1>();
@@ -407,13 +395,7 @@ template <DType T> struct TileTable {
 
 template <DType T> void gemm_matrix_rows(const GemmArgs &a, int64_t n_begin, int64_t n_end) {
     static constexpr TileTable<T> table{};
-    const int64_t nb = a.K / Geom<T>::kElems;
-    for_each_group_tile<kR8Rows, kTileM>(
-        a, n_begin, n_end, [&](const uint8_t *group, int64_t m, int rm, int64_t row0, int lo, int hi) {
-            __m256 out[kTileM];
-            table.fn[rm - 1](group, a.x + (size_t)m * a.x_row_bytes, a.x_row_bytes, nb, out);
-            store_r8_tile(a, out, m, rm, row0, lo, hi);
-        }, a.x_row_bytes);
+    r8_gemm_rows<kTileM>(a, n_begin, n_end, a.K / Geom<T>::kElems, table.fn);
 }
 
 }  // namespace

@@ -270,8 +270,6 @@ void tile_r8_avx2(const uint8_t *group, const uint8_t *x, size_t x_row_bytes, in
     for (int m = 0; m < RM; ++m) out[m] = acc[m];
 }
 
-using R8TileFn = void (*)(const uint8_t *, const uint8_t *, size_t, int64_t, __m256 *);
-
 template <DType T> struct R8TileTable {
     R8TileFn fn[kR8TileM];
     template <int RM> constexpr void fill() {
@@ -283,13 +281,7 @@ template <DType T> struct R8TileTable {
 
 template <DType T> void gemm_rows_r8(const GemmArgs &a, int64_t n_begin, int64_t n_end) {
     static constexpr R8TileTable<T> table{};
-    const int64_t nb = a.K / QK_ACT;
-    for_each_group_tile<kR8Rows, kR8TileM>(
-        a, n_begin, n_end, [&](const uint8_t *group, int64_t m, int rm, int64_t row0, int lo, int hi) {
-            __m256 out[kR8TileM];
-            table.fn[rm - 1](group, a.x + (size_t)m * a.x_row_bytes, a.x_row_bytes, nb, out);
-            store_r8_tile(a, out, m, rm, row0, lo, hi);
-        }, a.x_row_bytes);
+    r8_gemm_rows<kR8TileM>(a, n_begin, n_end, a.K / QK_ACT, table.fn);
 }
 
 #else

@@ -1,11 +1,9 @@
 // Pieces of the r8 layout (repacked_layout.h) shared by its Q4_0 / Q4_1 / Q8_0 code (r8_layout.cpp)
-// and its K-quants (r8_kquant_layout.cpp): where a row's nibbles go in a group-block's chunks, and
-// how a tile's eight row sums are stored.
+// and its K-quants (r8_kquant_layout.cpp): where a row's nibbles go in a group-block's chunks.
 #pragma once
 #include <cstdint>
 #include <cstring>
 
-#include "backend/cpu/gemm_tiles.h"
 #include "backend/cpu/quant_helpers.h"
 #include "backend/cpu/simd_config.h"
 #include "core/quant_blocks.h"
@@ -80,23 +78,5 @@ inline void r8_pack_nibbles(const uint8_t *qs, uint8_t flip, uint8_t *out) {
     for (int o = 0; o < 16; ++o) out[o] = (uint8_t)((n[kR8Perm.elem[2 * o]] | n[kR8Perm.elem[2 * o + 1]] << 4) ^ flip);
 #endif
 }
-
-#if defined(AKUNU_CPU_AVX2)
-// A tile's results out[i] (i < rm: lane l = row row0 + l) into y rows m + i, columns row0 + [lo, hi):
-// stored, or added where a.accumulate.
-inline void store_r8_tile(const GemmArgs &a, const __m256 *out, int64_t m, int rm, int64_t row0, int lo, int hi) {
-    for (int i = 0; i < rm; ++i) {
-        float *y = a.y + (size_t)(m + i) * a.y_stride + row0;
-        if (lo == 0 && hi == kR8Rows) {
-            const __m256 v = a.accumulate ? _mm256_add_ps(_mm256_loadu_ps(y), out[i]) : out[i];
-            _mm256_storeu_ps(y, v);
-        } else {
-            alignas(32) float tmp[kR8Rows];
-            _mm256_store_ps(tmp, out[i]);
-            for (int l = lo; l < hi; ++l) store_out(y + l, tmp[l], a.accumulate);
-        }
-    }
-}
-#endif
 
 }  // namespace akunu::cpu

@@ -1,10 +1,12 @@
-// The loop nest shared by the repacked layouts' GEMMs (r8_layout.cpp, r16_layout.cpp).
+// The loop nest shared by the repacked layouts' GEMMs (r8_layout.cpp, r8_kquant_layout.cpp, r16_layout.cpp,
+// r16_kquant_layout.cpp).
 #pragma once
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
 #include "backend/cpu/gemm_tiles.h"
+#include "backend/cpu/quant_helpers.h"
 #include "backend/cpu/simd_config.h"
 #include "core/quant_blocks.h"
 
@@ -40,6 +42,38 @@ inline void for_each_group_tile(const GemmArgs &a, int64_t n_begin, int64_t n_en
         }
     }
 }
+
+#if defined(AKUNU_CPU_AVX2) && !defined(AKUNU_CPU_VNNI512)
+// An r8 tile: one group of 8 rows against rm activation rows, out[m] lane l = dot(row l, row m).
+using R8TileFn = void (*)(const uint8_t *group, const uint8_t *x, size_t x_row_bytes, int64_t nb, __m256 *out);
+
+// An r8 tile's results out[i] (i < rm) into y rows m + i, columns row0 + [lo, hi): stored, or added
+// where a.accumulate.
+inline void store_r8_tile(const GemmArgs &a, const __m256 *out, int64_t m, int rm, int64_t row0, int lo, int hi) {
+    for (int i = 0; i < rm; ++i) {
+        float *y = a.y + (size_t)(m + i) * a.y_stride + row0;
+        if (lo == 0 && hi == 8) {
+            const __m256 v = a.accumulate ? _mm256_add_ps(_mm256_loadu_ps(y), out[i]) : out[i];
+            _mm256_storeu_ps(y, v);
+        } else {
+            alignas(32) float tmp[8];
+            _mm256_store_ps(tmp, out[i]);
+            for (int l = lo; l < hi; ++l) store_out(y + l, tmp[l], a.accumulate);
+        }
+    }
+}
+
+// Rows [n_begin, n_end) of an r8 GEMM (r8_layout.cpp, r8_kquant_layout.cpp): tiles[rm - 1] runs each
+// tile of rm activation rows over nb blocks; only the range's rows of a group are stored (or added).
+template <int kTileM>
+inline void r8_gemm_rows(const GemmArgs &a, int64_t n_begin, int64_t n_end, int64_t nb, const R8TileFn (&tiles)[kTileM]) {
+    for_each_group_tile<8, kTileM>(a, n_begin, n_end, [&](const uint8_t *group, int64_t m, int rm, int64_t row0, int lo, int hi) {
+        __m256 out[kTileM];
+        tiles[rm - 1](group, a.x + (size_t)m * a.x_row_bytes, a.x_row_bytes, nb, out);
+        store_r8_tile(a, out, m, rm, row0, lo, hi);
+    }, a.x_row_bytes);
+}
+#endif
 
 #if defined(AKUNU_CPU_VNNI512)
 // An r16 tile: one group of 16 rows against rm activation rows, out[m] lane l = dot(row l, row m).

@@ -201,7 +201,7 @@ def test_gemm_matches_float64_reference(name, k, m, weights):
 
 # Dtypes the CPU device repacks at load: Q4_0 / Q4_1 / Q8_0 everywhere (r8 or r16 layout), on r16
 # builds also Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K and IQ4_XS (src/backend/cpu/r16_kquant_layout.cpp), on
-# AVX2 r8 builds also Q5_0, Q4_K, Q5_K and Q6_K (src/backend/cpu/r8_kquant_layout.cpp).
+# AVX2 r8 builds the same (src/backend/cpu/r8_kquant_layout.cpp).
 REPACKED = list(_testing.repacked_dtypes())
 REPACKED_ACT_REFERENCE = {"r8": quantize_act_reference, "r16": quantize_act_q8x2_reference}
 # Dtypes whose r16 activation rows have one scale per 256 elements (src/backend/cpu/act_quant.h,
@@ -222,7 +222,7 @@ def test_repacked_dtypes_of_this_build():
         assert _testing.cpu_simd() == "avx512vnni"
         expected |= {"Q5_0", "Q5_1", "IQ4_NL", "Q4_K", "Q5_K", "Q6_K", "IQ4_XS"}
     elif _testing.cpu_simd() == "avx2":
-        expected |= {"Q5_0", "Q4_K", "Q5_K", "Q6_K"}
+        expected |= {"Q5_0", "Q5_1", "IQ4_NL", "Q4_K", "Q5_K", "Q6_K", "IQ4_XS"}
     assert set(REPACKED) == expected
 
 

@@ -25,8 +25,8 @@ namespace {
 size_t q16_act_row_bytes(size_t K) { return (K / QK_ACT) * sizeof(BlockQ16Act); }
 
 // Q4_0 / Q4_1 / Q8_0 are repacked at load into groups of interleaved rows (repacked_layout.h: "r16"
-// on AVX-512 VNNI builds, "r8" elsewhere; r16 builds also repack Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K,
-// Q6_K and IQ4_XS, r8 builds with AVX2 Q5_0, Q4_K, Q5_K and Q6_K) so that the decode GEMV streams one contiguous run per group. The copy
+// on AVX-512 VNNI builds, "r8" elsewhere; builds with AVX2 or more also repack Q5_0, Q5_1, IQ4_NL,
+// Q4_K, Q5_K, Q6_K and IQ4_XS) so that the decode GEMV streams one contiguous run per group. The copy
 // replaces the aliased mmap pages.
 template <DType T> size_t repacked_size(size_t rows, size_t cols) { return repacked_bytes(T, (int64_t)rows, (int64_t)cols); }
 template <DType T> void repack(const void *src, void *dst, size_t rows, size_t cols) {
@@ -64,22 +64,19 @@ const DTypeDescriptor kCpuDTypes[] = {
     // an r16 layout for them (r16_kquant_layout.h) or, with AVX2, an r8 one (r8_kquant_layout.h).
 #if defined(AKUNU_CPU_AVX2)  // r16 or r8
     AKUNU_REPACKED(Q5_0, q5_0, kRepackedActQuant),
+    AKUNU_REPACKED(Q5_1, q5_1, kRepackedActQuant),
+    AKUNU_REPACKED(IQ4_NL, iq4_nl, kRepackedActQuant),
     AKUNU_REPACKED(Q4_K, q4_k, kRepackedActQuant),
     AKUNU_REPACKED(Q5_K, q5_k, kRepackedActQuant),
     AKUNU_REPACKED(Q6_K, q6_k, kQ6KActQuant),
+    AKUNU_REPACKED(IQ4_XS, iq4_xs, kRepackedActQuant),
 #else
     AKUNU_GGUF_ROWS(Q5_0, q5_0),
+    AKUNU_GGUF_ROWS(Q5_1, q5_1),
+    AKUNU_GGUF_ROWS(IQ4_NL, iq4_nl),
     AKUNU_GGUF_ROWS(Q4_K, q4_k),
     AKUNU_GGUF_ROWS(Q5_K, q5_k),
     AKUNU_GGUF_ROWS(Q6_K, q6_k),
-#endif
-#if defined(AKUNU_CPU_VNNI512)  // r16 only
-    AKUNU_REPACKED(Q5_1, q5_1, kRepackedActQuant),
-    AKUNU_REPACKED(IQ4_NL, iq4_nl, kRepackedActQuant),
-    AKUNU_REPACKED(IQ4_XS, iq4_xs, kRepackedActQuant),
-#else
-    AKUNU_GGUF_ROWS(Q5_1, q5_1),
-    AKUNU_GGUF_ROWS(IQ4_NL, iq4_nl),
     AKUNU_GGUF_ROWS(IQ4_XS, iq4_xs),
 #endif
     AKUNU_GGUF_ROWS(Q2_K, q2_k),

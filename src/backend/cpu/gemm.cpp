@@ -55,15 +55,13 @@ AKUNU_KQUANT_DTYPES(AKUNU_INSTANTIATE)
 template void gemm_repacked_kernel<DType::Q4_0>(const KernelArgs &, int64_t, int64_t);
 template void gemm_repacked_kernel<DType::Q4_1>(const KernelArgs &, int64_t, int64_t);
 template void gemm_repacked_kernel<DType::Q8_0>(const KernelArgs &, int64_t, int64_t);
-// Q5_0, Q4_K, Q5_K and Q6_K: r16 (r16_kquant_layout.h) or, on AVX2 builds, r8 (r8_kquant_layout.h).
+// The group-scaled dtypes: r16 (r16_kquant_layout.h) or, on AVX2 builds, r8 (r8_kquant_layout.h).
 template void gemm_repacked_kernel<DType::Q5_0>(const KernelArgs &, int64_t, int64_t);
+template void gemm_repacked_kernel<DType::Q5_1>(const KernelArgs &, int64_t, int64_t);
+template void gemm_repacked_kernel<DType::IQ4_NL>(const KernelArgs &, int64_t, int64_t);
 template void gemm_repacked_kernel<DType::Q4_K>(const KernelArgs &, int64_t, int64_t);
 template void gemm_repacked_kernel<DType::Q5_K>(const KernelArgs &, int64_t, int64_t);
 template void gemm_repacked_kernel<DType::Q6_K>(const KernelArgs &, int64_t, int64_t);
-#if defined(AKUNU_CPU_VNNI512)  // the r16 layout of these dtypes (r16_kquant_layout.h)
-template void gemm_repacked_kernel<DType::Q5_1>(const KernelArgs &, int64_t, int64_t);
-template void gemm_repacked_kernel<DType::IQ4_NL>(const KernelArgs &, int64_t, int64_t);
 template void gemm_repacked_kernel<DType::IQ4_XS>(const KernelArgs &, int64_t, int64_t);
-#endif
 
 }  // namespace akunu::cpu

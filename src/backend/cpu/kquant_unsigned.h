@@ -1,4 +1,4 @@
-// The quants of a K-quant superblock (or a Q5_0 / Q5_1 block) as unsigned numbers in element order
+// The quants of a K-quant superblock (or a Q5_0 / Q5_1 / IQ4 block) as unsigned numbers in element order
 // (u[e] for element e of the 256, or 32), and back: what the repacked layouts (r16_kquant_layout.cpp,
 // r8_kquant_layout.cpp) store.
 #pragma once
@@ -25,6 +25,19 @@ template <class Block> inline void set_q5_quants(Block &w, const uint8_t *u) {
         qh |= (uint32_t)(u[j] >> 4) << j | (uint32_t)(u[j + 16] >> 4) << (j + 16);
     }
     std::memcpy(w.qh, &qh, 4);
+}
+// IQ4_NL / IQ4_XS: `groups` blocks of 32 nibbles (indices into kIQ4Values) in Q4_0's order (IQ4_NL: one;
+// IQ4_XS: block j at qs + 16 j).
+inline void iq4_nibbles_of(const uint8_t *qs, int groups, uint8_t *u) {
+    for (int g = 0; g < groups; ++g)
+        for (int j = 0; j < 16; ++j) {
+            u[32 * g + j] = qs[16 * g + j] & 15;
+            u[32 * g + j + 16] = qs[16 * g + j] >> 4;
+        }
+}
+inline void set_iq4_nibbles(uint8_t *qs, int groups, const uint8_t *u) {
+    for (int g = 0; g < groups; ++g)
+        for (int j = 0; j < 16; ++j) qs[16 * g + j] = (uint8_t)((u[32 * g + j] & 15) | (u[32 * g + j + 16] & 15) << 4);
 }
 // Q4_K / Q5_K: element 64 c + 32 h + l is nibble h of qs[32 c + l]; Q5_K's 5th bit is bit (e / 32) of qh[e % 32].
 template <class Block> inline void q4k_nibbles_of(const Block &w, uint8_t *u) {

@@ -128,22 +128,11 @@ template <> void set_quants<DType::Q5_0>(BlockQ5_0 &w, const uint8_t *u) { set_q
 template <> void quants_of<DType::Q5_1>(const BlockQ5_1 &w, uint8_t *u) { q5_quants_of(w, u); }
 template <> void set_quants<DType::Q5_1>(BlockQ5_1 &w, const uint8_t *u) { set_q5_quants(w, u); }
 
-// Q4_0-order nibbles of `n` 32-element groups (IQ4_NL: one; IQ4_XS: group j at qs + 16 j).
-inline void nibbles_of(const uint8_t *qs, int groups, uint8_t *u) {
-    for (int g = 0; g < groups; ++g)
-        for (int j = 0; j < 16; ++j) {
-            u[32 * g + j] = qs[16 * g + j] & 15;
-            u[32 * g + j + 16] = qs[16 * g + j] >> 4;
-        }
-}
-inline void set_nibbles(uint8_t *qs, int groups, const uint8_t *u) {
-    for (int g = 0; g < groups; ++g)
-        for (int j = 0; j < 16; ++j) qs[16 * g + j] = (uint8_t)((u[32 * g + j] & 15) | (u[32 * g + j + 16] & 15) << 4);
-}
-template <> void quants_of<DType::IQ4_NL>(const BlockIQ4_NL &w, uint8_t *u) { nibbles_of(w.qs, 1, u); }
-template <> void set_quants<DType::IQ4_NL>(BlockIQ4_NL &w, const uint8_t *u) { set_nibbles(w.qs, 1, u); }
-template <> void quants_of<DType::IQ4_XS>(const BlockIQ4_XS &w, uint8_t *u) { nibbles_of(w.qs, 8, u); }
-template <> void set_quants<DType::IQ4_XS>(BlockIQ4_XS &w, const uint8_t *u) { set_nibbles(w.qs, 8, u); }
+// IQ4: iq4_nibbles_of (kquant_unsigned.h).
+template <> void quants_of<DType::IQ4_NL>(const BlockIQ4_NL &w, uint8_t *u) { iq4_nibbles_of(w.qs, 1, u); }
+template <> void set_quants<DType::IQ4_NL>(BlockIQ4_NL &w, const uint8_t *u) { set_iq4_nibbles(w.qs, 1, u); }
+template <> void quants_of<DType::IQ4_XS>(const BlockIQ4_XS &w, uint8_t *u) { iq4_nibbles_of(w.qs, 8, u); }
+template <> void set_quants<DType::IQ4_XS>(BlockIQ4_XS &w, const uint8_t *u) { set_iq4_nibbles(w.qs, 8, u); }
 
 template <> void quants_of<DType::Q4_K>(const BlockQ4_K &w, uint8_t *u) { q4k_nibbles_of(w, u); }
 template <> void set_quants<DType::Q4_K>(BlockQ4_K &w, const uint8_t *u) { set_q4k_nibbles(w, u); }

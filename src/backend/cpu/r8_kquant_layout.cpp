@@ -1,6 +1,6 @@
-// r8 for Q5_0, Q4_K, Q5_K and Q6_K (AVX2 builds without AVX-512 VNNI): repacked at load into groups of 8
-// interleaved rows, their GEMM against int16 activations (BlockQ16Act), and the way back to GGUF
-// blocks.
+// r8 for Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K and IQ4_XS (AVX2 builds without AVX-512 VNNI): repacked
+// at load into groups of 8 interleaved rows, their GEMM against int16 activations (BlockQ16Act), and
+// the way back to GGUF blocks.
 //
 // Why: on GGUF rows these formats are decoded block by block into int8 and dotted per row
 // (kquant_kernels.cpp). On an AVX2 machine that made a Llama-3.2-1B-shape decode 0.21-0.24x
@@ -10,21 +10,26 @@
 // partial dots; the superblock's factors are applied once per 32 (Q4_K, Q5_K) or 16 (Q6_K) elements
 // for all 8 rows.
 //
-// A group-block (the same superblock of 8 rows; Q5_0: the same block) is exactly 8 x the GGUF block's
-// bytes:
-//   header | sub-block 0 | ... | sub-block 7             (one sub-block per 32 elements; Q5_0: one)
+// A group-block (the same superblock of 8 rows; Q5_0, Q5_1, IQ4_NL: the same block) is exactly 8 x the
+// GGUF block's bytes:
+//   header | sub-block 0 | ... | sub-block 7             (one sub-block per 32 elements; Q5_0, Q5_1, IQ4_NL: one)
 // header: the per-row factors as planes of 8 (plane p holds field p of rows 0..7):
-//   Q5_0        fp16 d[8]                                   16 bytes
-//   Q4_K, Q5_K  fp16 d[8] | fp16 dmin[8] | scales[12][8]   128 bytes (GGUF's 12 packed bytes)
-//   Q6_K        fp16 d[8] | int8 scales[16][8]             144 bytes
-// sub-block: the quants as unsigned numbers u (0..15, Q5_0 and Q5_K 0..31, Q6_K 0..63) of its 32 elements:
+//   Q5_0, IQ4_NL fp16 d[8]                                   16 bytes
+//   Q5_1         fp16 d[8] | fp16 m[8]                       32 bytes
+//   Q4_K, Q5_K   fp16 d[8] | fp16 dmin[8] | scales[12][8]   128 bytes (GGUF's 12 packed bytes)
+//   Q6_K         fp16 d[8] | int8 scales[16][8]             144 bytes
+//   IQ4_XS       fp16 d[8] | u16 scales_h[8] | scales_l[4][8] 64 bytes
+// sub-block: the quants as unsigned numbers u (0..15, Q5_0, Q5_1 and Q5_K 0..31, Q6_K 0..63; IQ4's
+// nibbles, indices into kIQ4Values) of its 32 elements:
 //   4 nibble chunks of 32 bytes, r8's order (r8_nibbles.h: in chunk c, 16-bit word 2 l + h holds in
 //     nibble k row l's weight for activation qs[2 (4 c + k) + h]): the low four bits;
-//   Q5_0, Q5_K then 1 chunk of 32 bytes of fifth bits: word 2 l + h holds nibble k of chunk c's at bit 4 c + k;
+//   Q5_0, Q5_1, Q5_K then 1 chunk of 32 bytes of fifth bits: word 2 l + h holds nibble k of chunk c's at bit 4 c + k;
 //   Q6_K then 2 chunks of 32 bytes of the two bits above them: in chunk i, word 2 l + h holds in its
 //     low byte those of nibble chunk 2 i, in its high byte those of 2 i + 1, nibble k at bits 2k, 2k + 1.
-// Values: Q5_0 d (u - 16), the offset taken off each int16 weight; Q4_K, Q5_K (d sc_j) u - dmin m_j per 32 elements (the min comes back as dmin m_j x the
-// activation block's float sum); Q6_K d sc_g (u - 32) per 16, the offset taken off each int16 weight.
+// Values: Q5_0 d (u - 16), the offset taken off each int16 weight; Q5_1 d u + m and Q4_K, Q5_K (d sc_j) u - dmin m_j
+// per 32 elements (the offset comes back as m, or dmin m_j, x the activation block's float sum); Q6_K d sc_g (u - 32)
+// per 16, the offset taken off each int16 weight; IQ4_NL d kIQ4Values[u], IQ4_XS d (ls_j - 32) kIQ4Values[u] per 32
+// elements, the table looked up per byte (pshufb) before the int16 split.
 #include "backend/cpu/r8_kquant_layout.h"
 
 #include "backend/cpu/simd_config.h"
@@ -53,6 +58,21 @@ template <> struct Geom<DType::Q5_0> {
     static constexpr int kElems = 32;
     static constexpr size_t kHeader = 16, kSubBytes = kNibbleBytes + 32;
 };
+template <> struct Geom<DType::Q5_1> {
+    using Block = BlockQ5_1;
+    static constexpr int kElems = 32;
+    static constexpr size_t kHeader = 32, kSubBytes = kNibbleBytes + 32;
+};
+template <> struct Geom<DType::IQ4_NL> {
+    using Block = BlockIQ4_NL;
+    static constexpr int kElems = 32;
+    static constexpr size_t kHeader = 16, kSubBytes = kNibbleBytes;
+};
+template <> struct Geom<DType::IQ4_XS> {
+    using Block = BlockIQ4_XS;
+    static constexpr int kElems = QK_K;
+    static constexpr size_t kHeader = 64, kSubBytes = kNibbleBytes;
+};
 template <> struct Geom<DType::Q4_K> {
     using Block = BlockQ4_K;
     static constexpr int kElems = QK_K;
@@ -71,11 +91,16 @@ template <> struct Geom<DType::Q6_K> {
 template <DType T> constexpr int kSubBlocks = Geom<T>::kElems / 32;
 template <DType T> constexpr size_t kGroupBlock = Geom<T>::kHeader + kSubBlocks<T> * Geom<T>::kSubBytes;
 // One bit above the nibble, in one chunk a sub-block.
-template <DType T> constexpr bool kFifthBit = T == DType::Q5_0 || T == DType::Q5_K;
+template <DType T> constexpr bool kFifthBit = T == DType::Q5_0 || T == DType::Q5_1 || T == DType::Q5_K;
+// IQ4's nibbles index a table of values: the layout stores the nibbles, the GEMM looks them up.
+template <DType T> constexpr bool kLookup = T == DType::IQ4_NL || T == DType::IQ4_XS;
 static_assert(kGroupBlock<DType::Q4_K> == kR8Rows * sizeof(BlockQ4_K), "r8 Q4_K keeps the GGUF size");
 static_assert(kGroupBlock<DType::Q5_0> == kR8Rows * sizeof(BlockQ5_0), "r8 Q5_0 keeps the GGUF size");
 static_assert(kGroupBlock<DType::Q5_K> == kR8Rows * sizeof(BlockQ5_K), "r8 Q5_K keeps the GGUF size");
 static_assert(kGroupBlock<DType::Q6_K> == kR8Rows * sizeof(BlockQ6_K), "r8 Q6_K keeps the GGUF size");
+static_assert(kGroupBlock<DType::Q5_1> == kR8Rows * sizeof(BlockQ5_1), "r8 Q5_1 keeps the GGUF size");
+static_assert(kGroupBlock<DType::IQ4_NL> == kR8Rows * sizeof(BlockIQ4_NL), "r8 IQ4_NL keeps the GGUF size");
+static_assert(kGroupBlock<DType::IQ4_XS> == kR8Rows * sizeof(BlockIQ4_XS), "r8 IQ4_XS keeps the GGUF size");
 // Q4_K and Q5_K share their header and factors.
 template <DType T> constexpr bool kScaleMin = T == DType::Q4_K || T == DType::Q5_K;
 
@@ -83,7 +108,12 @@ template <DType T> constexpr bool kScaleMin = T == DType::Q4_K || T == DType::Q5
 
 template <DType T> void write_header(uint8_t *gb, int l, const typename Geom<T>::Block &w) {
     std::memcpy(gb + 2 * l, &w.d, 2);
-    if constexpr (kScaleMin<T>) {
+    if constexpr (T == DType::Q5_1) {
+        std::memcpy(gb + 16 + 2 * l, &w.m, 2);
+    } else if constexpr (T == DType::IQ4_XS) {
+        std::memcpy(gb + 16 + 2 * l, &w.scales_h, 2);
+        for (int p = 0; p < 4; ++p) gb[32 + 8 * p + l] = w.scales_l[p];
+    } else if constexpr (kScaleMin<T>) {
         std::memcpy(gb + 16 + 2 * l, &w.dmin, 2);
         for (int p = 0; p < 12; ++p) gb[32 + 8 * p + l] = w.scales[p];
     } else if constexpr (T == DType::Q6_K) {
@@ -92,7 +122,12 @@ template <DType T> void write_header(uint8_t *gb, int l, const typename Geom<T>:
 }
 template <DType T> void read_header(const uint8_t *gb, int l, typename Geom<T>::Block &w) {
     std::memcpy(&w.d, gb + 2 * l, 2);
-    if constexpr (kScaleMin<T>) {
+    if constexpr (T == DType::Q5_1) {
+        std::memcpy(&w.m, gb + 16 + 2 * l, 2);
+    } else if constexpr (T == DType::IQ4_XS) {
+        std::memcpy(&w.scales_h, gb + 16 + 2 * l, 2);
+        for (int p = 0; p < 4; ++p) w.scales_l[p] = gb[32 + 8 * p + l];
+    } else if constexpr (kScaleMin<T>) {
         std::memcpy(&w.dmin, gb + 16 + 2 * l, 2);
         for (int p = 0; p < 12; ++p) w.scales[p] = gb[32 + 8 * p + l];
     } else if constexpr (T == DType::Q6_K) {
@@ -162,13 +197,15 @@ template <DType T> void get_sub_block(const uint8_t *sub, int l, uint8_t *u) {
 }
 
 template <DType T> void quants_of(const typename Geom<T>::Block &w, uint8_t *u) {
-    if constexpr (T == DType::Q5_0) q5_quants_of(w, u);
+    if constexpr (T == DType::Q5_0 || T == DType::Q5_1) q5_quants_of(w, u);
+    else if constexpr (kLookup<T>) iq4_nibbles_of(w.qs, kSubBlocks<T>, u);
     else if constexpr (T == DType::Q4_K) q4k_nibbles_of(w, u);
     else if constexpr (T == DType::Q5_K) q5k_quants_of(w, u);
     else q6k_quants_of(w, u);
 }
 template <DType T> void set_quants(typename Geom<T>::Block &w, const uint8_t *u) {
-    if constexpr (T == DType::Q5_0) set_q5_quants(w, u);
+    if constexpr (T == DType::Q5_0 || T == DType::Q5_1) set_q5_quants(w, u);
+    else if constexpr (kLookup<T>) set_iq4_nibbles(w.qs, kSubBlocks<T>, u);
     else if constexpr (T == DType::Q4_K) set_q4k_nibbles(w, u);
     else if constexpr (T == DType::Q5_K) set_q5k_quants(w, u);
     else set_q6k_quants(w, u);
@@ -240,10 +277,23 @@ inline __m256 int8s_as_floats(const uint8_t *p) {
 }
 
 // Chunk c of a sub-block as four int16 vectors v[k] (word 2 l + h: row l's weight for activation
-// qs[2 (4 c + k) + h]): Q4_K's nibbles, Q5_K's five-bit values, Q5_0's minus 16, Q6_K's six-bit values
-// minus 32.
+// qs[2 (4 c + k) + h]): Q4_K's nibbles, Q5_1's and Q5_K's five-bit values, Q5_0's minus 16, Q6_K's six-bit
+// values minus 32, IQ4's table values.
 template <DType T> AKUNU_ALWAYS_INLINE void chunk_vectors(const uint8_t *sub, int c, __m256i (&v)[4]) {
     const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(sub + 32 * c));
+    if constexpr (kLookup<T>) {
+        // Look up every byte's low and high nibble (nibbles 0, 2 and 1, 3 of each word), then split
+        // each word's two int8 values into int16s by arithmetic shifts (sign extension).
+        const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i *>(kIQ4Values)));
+        const __m256i low4 = _mm256_set1_epi8(0x0f);
+        const __m256i v02 = _mm256_shuffle_epi8(table, _mm256_and_si256(w, low4));
+        const __m256i v13 = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(w, 4), low4));
+        v[0] = _mm256_srai_epi16(_mm256_slli_epi16(v02, 8), 8);
+        v[1] = _mm256_srai_epi16(_mm256_slli_epi16(v13, 8), 8);
+        v[2] = _mm256_srai_epi16(v02, 8);
+        v[3] = _mm256_srai_epi16(v13, 8);
+        return;
+    }
     const __m256i low4 = _mm256_set1_epi16(0x000f);
     v[0] = _mm256_and_si256(w, low4);
     v[1] = _mm256_and_si256(_mm256_srli_epi16(w, 4), low4);
@@ -326,6 +376,24 @@ struct ScaleMin {
     const uint8_t *sc(int j) const { return (j < 4 ? sc03 : sc47) + 8 * (j % 4); }
     const uint8_t *m(int j) const { return (j < 4 ? m03 : m47) + 8 * (j % 4); }
 };
+// IQ4_XS's factors d (ls_j - 32) of sub-blocks j = 0..7 for the 8 rows, from the header's planes of
+// d, scales_h and scales_l (IQ4_XS's ls: low four bits nibble j % 2 of scales_l[j / 2], high two bits
+// 2 j, 2 j + 1 of scales_h).
+struct IQ4XSFactors {
+    __m256 f[8];
+    explicit IQ4XSFactors(const uint8_t *gb) {
+        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(gb)));
+        const __m256i high = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(gb + 16)));
+        const __m256i low4 = _mm256_set1_epi32(15), two = _mm256_set1_epi32(3), offset = _mm256_set1_epi32(32);
+        AKUNU_UNROLL
+        for (int j = 0; j < 8; ++j) {
+            const __m256i sl = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(gb + 32 + 8 * (j / 2))));
+            const __m256i lo = _mm256_and_si256(_mm256_srli_epi32(sl, 4 * (j % 2)), low4);
+            const __m256i hi = _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(high, 2 * j), two), 4);
+            f[j] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_or_si256(lo, hi), offset)));
+        }
+    }
+};
 struct NoFactors {
     explicit NoFactors(const uint8_t *) {}
 };
@@ -343,7 +411,7 @@ void tile(const uint8_t *group, const uint8_t *x, size_t x_row_bytes, int64_t nb
     for (int64_t b = 0; b < nb; ++b) {
         const uint8_t *gb = group + (size_t)b * kGroupBlock<T>;
         const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(gb)));
-        const std::conditional_t<kScaleMin<T>, ScaleMin, NoFactors> f(gb);
+        const std::conditional_t<kScaleMin<T>, ScaleMin, std::conditional_t<T == DType::IQ4_XS, IQ4XSFactors, NoFactors>> f(gb);
         for (int s = 0; s < kSubBlocks<T>; ++s) {
             const uint8_t *sub = gb + Geom<T>::kHeader + (size_t)s * Geom<T>::kSubBytes;
             const BlockQ16Act *a[RM];
@@ -369,11 +437,22 @@ void tile(const uint8_t *group, const uint8_t *x, size_t x_row_bytes, int64_t nb
                     acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lo[m]), _mm256_mul_ps(scale_lo, ad), acc[m]);
                     acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hi[m]), _mm256_mul_ps(scale_hi, ad), acc[m]);
                 }
-            } else {  // Q5_0: d (u - 16), one sub-block
+            } else if constexpr (T == DType::IQ4_XS) {  // d (ls_s - 32) kIQ4Values[u]
+                AKUNU_UNROLL
+                for (int m = 0; m < RM; ++m) {
+                    const __m256i isum = _mm256_add_epi32(lo[m], hi[m]);
+                    acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(f.f[s], _mm256_set1_ps(a[m]->d)), acc[m]);
+                }
+            } else {  // Q5_0 d (u - 16), Q5_1 d u + m, IQ4_NL d kIQ4Values[u]: one sub-block
                 AKUNU_UNROLL
                 for (int m = 0; m < RM; ++m) {
                     const __m256i isum = _mm256_add_epi32(lo[m], hi[m]);
                     acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d, _mm256_set1_ps(a[m]->d)), acc[m]);
+                }
+                if constexpr (T == DType::Q5_1) {
+                    const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(gb + 16)));
+                    AKUNU_UNROLL
+                    for (int m = 0; m < RM; ++m) acc[m] = _mm256_fmadd_ps(dm, _mm256_set1_ps(a[m]->sum), acc[m]);
                 }
             }
         }
@@ -400,38 +479,48 @@ template <DType T> void gemm_matrix_rows(const GemmArgs &a, int64_t n_begin, int
 
 }  // namespace
 
-bool handles(DType t) { return t == DType::Q5_0 || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K; }
+namespace {
+// fn(std::integral_constant<DType, t>{}) where t is one of this layout's dtypes; nothing for the others.
+template <class Fn> void with_dtype(DType t, Fn &&fn) {
+    switch (t) {
+        case DType::Q5_0: return fn(std::integral_constant<DType, DType::Q5_0>{});
+        case DType::Q5_1: return fn(std::integral_constant<DType, DType::Q5_1>{});
+        case DType::IQ4_NL: return fn(std::integral_constant<DType, DType::IQ4_NL>{});
+        case DType::Q4_K: return fn(std::integral_constant<DType, DType::Q4_K>{});
+        case DType::Q5_K: return fn(std::integral_constant<DType, DType::Q5_K>{});
+        case DType::Q6_K: return fn(std::integral_constant<DType, DType::Q6_K>{});
+        case DType::IQ4_XS: return fn(std::integral_constant<DType, DType::IQ4_XS>{});
+        default: return;
+    }
+}
+}  // namespace
+
+bool handles(DType t) {
+    bool handled = false;
+    with_dtype(t, [&](auto) { handled = true; });
+    return handled;
+}
 
 size_t repacked_bytes(DType t, int64_t rows, int64_t K) {
     const size_t groups = (size_t)((rows + kR8Rows - 1) / kR8Rows);
-    switch (t) {
-        case DType::Q5_0: return groups * kR8Rows * (size_t)(K / 32) * sizeof(BlockQ5_0);
-        case DType::Q4_K: return groups * kR8Rows * (size_t)(K / QK_K) * sizeof(BlockQ4_K);
-        case DType::Q5_K: return groups * kR8Rows * (size_t)(K / QK_K) * sizeof(BlockQ5_K);
-        case DType::Q6_K: return groups * kR8Rows * (size_t)(K / QK_K) * sizeof(BlockQ6_K);
-        default: return 0;
-    }
+    size_t bytes = 0;
+    with_dtype(t, [&](auto T) {
+        using Block = typename Geom<T.value>::Block;
+        bytes = groups * kR8Rows * (size_t)(K / Geom<T.value>::kElems) * sizeof(Block);
+    });
+    return bytes;
 }
 
 void repack(DType t, const uint8_t *src, uint8_t *dst, int64_t rows, int64_t K) {
-    if (t == DType::Q5_0) repack_matrix<DType::Q5_0>(src, dst, rows, K);
-    if (t == DType::Q4_K) repack_matrix<DType::Q4_K>(src, dst, rows, K);
-    if (t == DType::Q5_K) repack_matrix<DType::Q5_K>(src, dst, rows, K);
-    if (t == DType::Q6_K) repack_matrix<DType::Q6_K>(src, dst, rows, K);
+    with_dtype(t, [&](auto T) { repack_matrix<T.value>(src, dst, rows, K); });
 }
 
 void dequantize_row(DType t, const uint8_t *packed, int64_t row, float *dst, int64_t K) {
-    if (t == DType::Q5_0) dequantize_matrix_row<DType::Q5_0>(packed, row, dst, K);
-    if (t == DType::Q4_K) dequantize_matrix_row<DType::Q4_K>(packed, row, dst, K);
-    if (t == DType::Q5_K) dequantize_matrix_row<DType::Q5_K>(packed, row, dst, K);
-    if (t == DType::Q6_K) dequantize_matrix_row<DType::Q6_K>(packed, row, dst, K);
+    with_dtype(t, [&](auto T) { dequantize_matrix_row<T.value>(packed, row, dst, K); });
 }
 
 void gemm_rows(const GemmArgs &args, int64_t n_begin, int64_t n_end) {
-    if (args.type == DType::Q5_0) gemm_matrix_rows<DType::Q5_0>(args, n_begin, n_end);
-    if (args.type == DType::Q4_K) gemm_matrix_rows<DType::Q4_K>(args, n_begin, n_end);
-    if (args.type == DType::Q5_K) gemm_matrix_rows<DType::Q5_K>(args, n_begin, n_end);
-    if (args.type == DType::Q6_K) gemm_matrix_rows<DType::Q6_K>(args, n_begin, n_end);
+    with_dtype(args.type, [&](auto T) { gemm_matrix_rows<T.value>(args, n_begin, n_end); });
 }
 
 }  // namespace akunu::cpu::r8k

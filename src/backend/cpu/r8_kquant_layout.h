@@ -1,4 +1,4 @@
-// The r8 layout of Q5_0, Q4_K, Q5_K and Q6_K on AVX2 builds without AVX-512 VNNI: the same 8-row groups, int16
+// The r8 layout of Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K and IQ4_XS on AVX2 builds without AVX-512 VNNI: the same 8-row groups, int16
 // activations (BlockQ16Act) and madd dots as r8's Q4_0 / Q4_1 (r8_layout.cpp), with the K-quants'
 // superblock factors. r8_layout.cpp's entry points (repack_weights, gemm_rows_repacked, ...) forward
 // these dtypes here. Layout: r8_kquant_layout.cpp. (AVX-512 VNNI builds have r16_kquant_layout.h.)

@@ -1,7 +1,7 @@
 // The "r8" layout: Q4_0 / Q4_1 / Q8_0 weights repacked at load into groups of 8 interleaved rows
 // (repack_weights), their GEMM (gemm_rows_repacked) and the way back to GGUF blocks
 // (dequantize_row_repacked, for embeddings and tests). Layout described in repacked_layout.h. On AVX2
-// builds the entry points also serve Q5_0, Q4_K, Q5_K and Q6_K (r8_kquant_layout.cpp). Builds for AVX-512 VNNI use
+// builds the entry points also serve Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K and IQ4_XS (r8_kquant_layout.cpp). Builds for AVX-512 VNNI use
 // the r16 layout instead (r16_layout.cpp).
 #include "backend/cpu/repacked_layout.h"
 #include "backend/cpu/simd_config.h"

@@ -19,8 +19,8 @@ void quantize_row_act_repacked(DType t, const float *x, void *dst, int64_t k);
 // gemm_rows for args.repacked (r8_layout.cpp or r16_layout.cpp).
 void gemm_rows_repacked(const GemmArgs &args, int64_t n_begin, int64_t n_end);
 
-// ---- Load-time repacking of Q4_0, Q4_1 and Q8_0 (r16 builds: also Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K, IQ4_XS;
-// r8 builds with AVX2: also Q5_0, Q4_K, Q5_K and Q6_K) ----
+// ---- Load-time repacking of Q4_0, Q4_1 and Q8_0 (r16 builds and r8 builds with AVX2: also Q5_0, Q5_1,
+// IQ4_NL, Q4_K, Q5_K, Q6_K and IQ4_XS) ----
 // r8: rows are taken in groups of 8 (the last group padded with zero rows); a group is stored block
 // by block, each group-block being
 //   Q4_0: fp16 d[8] | nibbles[128]                    (144 bytes = 8 GGUF blocks)
@@ -46,7 +46,7 @@ void gemm_rows_repacked(const GemmArgs &args, int64_t n_begin, int64_t n_end);
 // as an unsigned byte, int8 + 128.
 // r16 builds also repack Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K and IQ4_XS the same way, their bits above the nibble in
 // chunks of bit planes and their factors in planes of 16 (r16_kquant_layout.cpp; as many bytes as GGUF); r8
-// builds with AVX2 Q5_0, Q4_K, Q5_K and Q6_K, their factors in planes of 8 (r8_kquant_layout.cpp, docs/adr/0029).
+// builds with AVX2 the same dtypes, their factors in planes of 8 (r8_kquant_layout.cpp, docs/adr/0029).
 bool has_repacked_layout(DType t);
 // Rows per group (8 or 16): repacking a slice of whole groups, rows [Gi, Gj), of a matrix writes
 // exactly bytes [Gi, Gj) * row_bytes of the repacked matrix, so slices can be repacked in parallel.

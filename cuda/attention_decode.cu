@@ -292,15 +292,20 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll
         for (int i = 0; i < kDpl; ++i) mine[2 + d0 + i] = st.acc[i];
     __syncthreads();
-    float wt[kWarps], M = -INFINITY, L = 0.f;
+    // One split: only the warps holding output dims have work left (whole warps: shuffles follow).
+    if (active == 1 && warp * 32 >= hd) return;
+    // The block's max M, the warps' weights e^(m_w - M) and L = sum l_w e^(m_w - M): lane w of every
+    // warp takes warp w's state, shuffles do the rest. (Every thread looping over all kWarps states,
+    // a chain of loads and exps issued by each of the 16 warps, took 1.8 us of an 8B-shape layer's
+    // 5.1 us attention on an H100: benchmarks/HISTORY.md, 2026-11-28.)
+    const float m_w = lane < (uint32_t)kWarps ? merge_s[lane * (hd + 2)] : -INFINITY;
+    const float l_w = lane < (uint32_t)kWarps ? merge_s[lane * (hd + 2) + 1] : 0.f;
+    const float M = warp_max(m_w);
+    const float my_wt = l_w > 0.f ? expf(m_w - M) : 0.f;
+    const float L = warp_sum(l_w * my_wt);
+    float wt[kWarps];
 #pragma unroll
-    for (int w = 0; w < kWarps; ++w) M = fmaxf(M, merge_s[w * (hd + 2)]);
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) {
-        const float l_w = merge_s[w * (hd + 2) + 1];
-        wt[w] = l_w > 0.f ? expf(merge_s[w * (hd + 2)] - M) : 0.f;
-        L += l_w * wt[w];
-    }
+    for (int w = 0; w < kWarps; ++w) wt[w] = __shfl_sync(0xffffffffu, my_wt, w);
     const auto block_acc = [&](uint32_t d) {
         float t = 0.f;
 #pragma unroll

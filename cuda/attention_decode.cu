@@ -297,7 +297,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     // The block's max M, the warps' weights e^(m_w - M) and L = sum l_w e^(m_w - M): lane w of every
     // warp takes warp w's state, shuffles do the rest. (Every thread looping over all kWarps states,
     // a chain of loads and exps issued by each of the 16 warps, took 1.8 us of an 8B-shape layer's
-    // 5.1 us attention on an H100: benchmarks/HISTORY.md, 2026-11-28.)
+    // 5.1 us attention on an H100: benchmarks/HISTORY.md, "2026-11-28, 01c51f5".)
     const float m_w = lane < (uint32_t)kWarps ? merge_s[lane * (hd + 2)] : -INFINITY;
     const float l_w = lane < (uint32_t)kWarps ? merge_s[lane * (hd + 2) + 1] : 0.f;
     const float M = warp_max(m_w);

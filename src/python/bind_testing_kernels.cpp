@@ -153,8 +153,8 @@ void bind_testing_kernels(nb::module_ &m) {
             }
             return names;
         },
-        "Names of the weight dtypes this build repacks at load (r8: Q4_0 / Q4_1 / Q8_0, with AVX2 also Q5_0, Q4_K, "
-        "Q5_K and Q6_K; r16 also Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K and IQ4_XS).");
+        "Names of the weight dtypes this build repacks at load (r8: Q4_0 / Q4_1 / Q8_0; r16, and r8 with AVX2, also "
+        "Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K and IQ4_XS).");
     m.def("cpu_simd", [] { return std::string(akunu::cpu::compiled_simd_level()); },
           "The SIMD level the engine's CPU kernels were compiled for: 'avx512vnni', 'avx2' or 'scalar' "
           "(src/backend/cpu/simd_config.h).");

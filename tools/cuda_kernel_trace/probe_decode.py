@@ -1,6 +1,7 @@
-"""Chain decode for the integer GEMV's clock probes (q16_probe.patch): a 16-token prefill and 64
-chained tokens, twice, so that each probed kernel signature (one per layer and token) reaches its
-700th launch on models of 6 layers or more."""
+"""Chain decode for the probes of this folder: a 16-token prefill and 64 chained tokens, twice. The
+integer GEMV's clock probes (q16_probe.patch) then reach each kernel signature's 700th launch (one a
+layer and token) on models of 6 layers or more; the decode attention's (attention_probe.patch) each
+layer's 41st replay, about token 25 of the first chain (57 keys)."""
 import sys
 
 import akunu

@@ -367,7 +367,7 @@ void launch_gemv_g8(const LaunchArgs &a, const GemmLaunch &l) {
         launch_pdl(q16, blocks, warps * 32, smem, a, l.x, l.y, l.w, p, l.total_groups, hand_off ? blocks : items,
                    l.norm_w, late_release, static_cast<const XQ16Chunk *>(a.q16_in),
                    produces ? static_cast<XQ16Chunk *>(a.q16_out.chunks) : nullptr,
-                   produces ? a.q16_out.norm_w : nullptr, per_block);
+                   produces ? a.q16_out.norm_w : nullptr, per_block, a.output_settled && a.workspace->early_output);
         if (produces) *a.q16_out.written = true;
         return;
     }
@@ -448,5 +448,18 @@ bool gemv_takes_q16_input(LaunchFn fn, const LaunchArgs &a, const float **row, u
 }
 
 size_t q16_handoff_bytes(uint32_t len) { return (size_t)xq16_chunks(len) * sizeof(XQ16Chunk); }
+
+bool is_gemm_launcher(LaunchFn fn) {
+    if (fn == launch_gemm_f32 || fn == launch_gemm_f16) return true;
+#define AKUNU_IS_G8(lower, upper, fmt) \
+    if (fn == launch_gemm_##lower##_g8) return true;
+    AKUNU_CUDA_G8_FORMATS(AKUNU_IS_G8)
+#undef AKUNU_IS_G8
+#define AKUNU_IS_ROWS(lower, upper) \
+    if (fn == launch_gemm_##lower) return true;
+    AKUNU_CUDA_KQUANT_FORMATS(AKUNU_IS_ROWS)
+#undef AKUNU_IS_ROWS
+    return false;
+}
 
 }  // namespace akunu::cuda

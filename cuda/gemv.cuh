@@ -187,13 +187,16 @@ __device__ __forceinline__ bool slot_group(const GemmParams &p, uint32_t total_g
 // rows, also leaves them quantized for the next GEMV (cuda/q16_activation.cuh; out_nw: the lane's
 // norm weight of that GEMV when out_normed, loaded early by the caller). gated_stage: a
 // gated output's 8 values also go there (shared memory), for the caller to quantize 4 items' worth.
+// have_prev: an accumulated output's old value for this thread's row is y_prev (read early by the
+// caller), not *dst.
 template <int kGroups, int kWarps>
 __device__ __forceinline__ void gemv_g8_store(const float (&acc)[kGroups], float scale, float *__restrict__ y,
                                               const GemmParams &p, uint32_t total_groups, uint32_t item,
                                               float (&partial)[kWarps][kGroups][kG8Rows],
                                               const float *sq_by_warp = nullptr, XQ16Chunk *xq_out = nullptr,
                                               float out_nw = 1.f, bool out_normed = false,
-                                              float *gated_stage = nullptr) {
+                                              float *gated_stage = nullptr, bool have_prev = false,
+                                              float y_prev = 0.f) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const uint32_t r = lane & 7, kq = lane >> 3;
 #pragma unroll
@@ -232,7 +235,7 @@ __device__ __forceinline__ void gemv_g8_store(const float (&acc)[kGroups], float
             if (row < p.N[part]) {
                 const float s = group_sum(g, rr);
                 float *dst = y + p.y_col[part] + row;
-                out = p.accumulate ? *dst + s : s;
+                out = p.accumulate ? (have_prev ? y_prev : *dst) + s : s;
                 *dst = out;
             }
         }

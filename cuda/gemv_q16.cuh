@@ -92,6 +92,9 @@ __device__ __forceinline__ float quantize_warp_x(const float *__restrict__ x, co
 // next GEMV (times out_norm_w when that one has an input norm): a plain output in 32-row items
 // (kGroups = 4), or a gated one walking runs of 4 consecutive 8-row items (per_block, a multiple
 // of 4: the items of block b are b * per_block ..; 0: items b, b + gridDim.x, ...).
+// output_settled (LaunchArgs::output_settled): an accumulated output's old values for the first item
+// are read before the wait, which takes an L2 round trip off the store at the end (o_proj and
+// down add into the residual: benchmarks/HISTORY.md, "2026-11-28, the accumulated output read early").
 // w and p are __grid_constant__ (common.cuh says why); here it also keeps the compiler from
 // copying p to local memory, which it does for a plain p once cp.async's asm is in the kernel.
 // Registers: the kernels of 1 and 2 groups are held to 64 a thread (32 warps an SM: two 16-warp or
@@ -105,7 +108,7 @@ __global__ void __launch_bounds__(kWarps * 32, kGroups <= 2 ? 32 / kWarps : 1)
                        const __grid_constant__ GemmParams p,
                        uint32_t total_groups, uint32_t n_items, const float *__restrict__ norm_w, bool late_release,
                        const XQ16Chunk *__restrict__ xq_in, XQ16Chunk *__restrict__ xq_out,
-                       const float *__restrict__ out_norm_w, uint32_t per_block) {
+                       const float *__restrict__ out_norm_w, uint32_t per_block, bool output_settled) {
     constexpr int kDepth = 2;
     __shared__ float gated_stage[32];  // a gated handoff's 4 items of 8 outputs
     using Block = G8BlockOf<F>;
@@ -135,6 +138,17 @@ __global__ void __launch_bounds__(kWarps * 32, kGroups <= 2 ? 32 / kWarps : 1)
     const bool gated_handoff = kGroups == 2 && xq_out && p.output_op != kGemmOutputPlain;
     float out_nw = 1.f;
     if (kGroups == 4 && xq_out && out_norm_w && warp == 0) out_nw = __ldg(out_norm_w + item0 * 32 + lane);
+    // The first item's old output values, for the threads that store them (gemv_g8_store), past L1.
+    const bool have_prev = output_settled && p.accumulate && !(kGroups == 2 && p.output_op != kGemmOutputPlain) &&
+                           threadIdx.x < kGroups * kG8Rows;
+    float y_prev = 0.f;
+    if (have_prev) {
+        uint32_t part, local;
+        if (slot_group<kGroups>(p, total_groups, item0, threadIdx.x / kG8Rows, part, local)) {
+            const uint32_t row = local * kG8Rows + threadIdx.x % kG8Rows;
+            if (row < p.N[part]) y_prev = __ldcg(y + p.y_col[part] + row);
+        }
+    }
     pdl_wait_after_loads(K);  // K > 0; the loads above stay before the wait (see common.cuh)
     if (!late_release) pdl_release();
 
@@ -176,7 +190,8 @@ __global__ void __launch_bounds__(kWarps * 32, kGroups <= 2 ? 32 / kWarps : 1)
         }
         gemv_g8_store<kGroups, kWarps>(acc, 1.0f, y, p, total_groups, item, partial, kNorm ? sq_by_warp : nullptr,
                                        kGroups == 4 ? xq_out : nullptr, out_nw, out_norm_w != nullptr,
-                                       gated_handoff ? gated_stage + (item % 4) * kG8Rows : nullptr);
+                                       gated_handoff ? gated_stage + (item % 4) * kG8Rows : nullptr,
+                                       have_prev && item == item0, y_prev);
         if (gated_handoff && item % 4 == 3 && warp == 0) {  // 32 outputs: items item - 3 .. item
             __syncwarp();
             store_q16_block(xq_out, (item - 3) * kG8Rows, gated_stage[lane], out_nw, out_norm_w != nullptr);

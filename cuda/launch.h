@@ -42,6 +42,7 @@ struct Workspace {
     bool q16_late_release = true;  // those that fill the GPU let the next kernel launch after their main loop
     bool sixteen_warp_gemv = true;  // small integer-GEMV grids get 16-warp blocks
     bool q16_grid_stride = true;    // integer GEMVs of many more items than fit at once walk them in one wave
+    bool early_output = true;       // accumulating integer GEMVs read their output's old values before the wait
     bool split_k = true;            // tiled GEMMs of too few tiles to fill the GPU split their K steps
     bool dequant_library_gemm = true;  // quantized GEMMs of many rows: weights to f16, then cuBLAS
     bool clusters = false;          // thread-block clusters (Hopper, opt-in): decode attention merges in one
@@ -84,6 +85,11 @@ struct LaunchArgs {
     // Every position of this launch is at least Workspace::long_context_keys: one graph serves
     // all replays on the same side of it, so kernels may be chosen by it.
     bool long_context = false;
+    // This command's output (a GEMM's y, buffers[1]) is not written by the command before it. With
+    // programmatic dependent launch a kernel starts only after the one before it has passed its
+    // wait, so every earlier command has completed: the output's old values (an accumulating
+    // GEMV's residual) are final and may be read before the kernel's own wait.
+    bool output_settled = false;
 };
 
 // Enqueues one command on args.stream (possibly several kernels). Throws on invalid shapes.
@@ -94,6 +100,8 @@ using LaunchFn = void (*)(const LaunchArgs &args);
 bool gemv_takes_q16_input(LaunchFn fn, const LaunchArgs &a, const float **row, uint32_t *len, const float **norm_w);
 // Chunk bytes of a handed-off row of `len` floats.
 size_t q16_handoff_bytes(uint32_t len);
+// Whether `fn` launches a GEMM: reads buffers[0] and its weights, writes buffers[1] only.
+bool is_gemm_launcher(LaunchFn fn);
 
 // --- launchers, one per kernel name (names as in the CPU backend; _g8: the g8 layout) -------
 void launch_embedding_f32(const LaunchArgs &);

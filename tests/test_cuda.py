@@ -154,9 +154,13 @@ def test_quantized_handoff_matches_cpu(handoff, gguf_dir, monkeypatch):
     ids = cuda.tokenizer.encode(PROMPTS[0])
     first = cuda._engine.prefill(ids)
     before = akunu._testing.cuda_q16_handoffs()
+    settled = akunu._testing.cuda_settled_accumulates()
     cuda._engine.decode_step(first)
     # 2 layers x (attention -> o_proj, o_proj -> gate_up, gate_up -> down, down -> qkv or logits)
     assert akunu._testing.cuda_q16_handoffs() - before == (8 if handoff == "on" else 0)
+    # o_proj and down add into the residual, which the commands before them (attention, gate_up)
+    # do not write: they read its old values before their wait (LaunchArgs::output_settled)
+    assert akunu._testing.cuda_settled_accumulates() - settled == 4
     assert_greedy_match(cpu, cuda)
     assert_logits_match(cpu, cuda)
 

@@ -45,6 +45,17 @@ uint64_t cuda_q16_handoffs() {
 #endif
 }
 
+// Accumulating GEMMs launched (or captured) so far whose output the command before them cannot
+// write (CUDA's LaunchArgs::output_settled: their kernels may read it before their wait); 0 without
+// the CUDA backend. For tests.
+uint64_t cuda_settled_accumulates() {
+#ifdef AKUNU_HAS_CUDA
+    return cuda::settled_accumulates_launched();
+#else
+    return 0;
+#endif
+}
+
 // F16 / BF16 GEMMs run through cuBLAS so far (src/backend/cuda/cublas_runtime.h); 0 without the
 // CUDA backend. For tests.
 uint64_t cuda_cublas_gemms() {

@@ -14,6 +14,7 @@ namespace akunu {
 int cuda_device_count();  // src/backend/create_device.cpp
 bool metal_available();
 uint64_t cuda_q16_handoffs();
+uint64_t cuda_settled_accumulates();
 uint64_t cuda_cublas_gemms();
 }
 
@@ -23,6 +24,8 @@ void bind_testing_gpu(nb::module_ &m) {
     m.def("cuda_device_count", [] { return akunu::cuda_device_count(); }, "Number of usable CUDA devices.");
     m.def("cuda_q16_handoffs", [] { return akunu::cuda_q16_handoffs(); },
           "CUDA decode GEMVs launched so far with their input quantized by the command before.");
+    m.def("cuda_settled_accumulates", [] { return akunu::cuda_settled_accumulates(); },
+          "CUDA accumulating GEMMs launched so far whose output the command before them cannot write.");
     m.def("cuda_cublas_gemms", [] { return akunu::cuda_cublas_gemms(); },
           "F16 / BF16 prefill GEMMs run through cuBLAS so far (0 when it is missing or switched off).");
     m.def("metal_available", [] { return akunu::metal_available(); },

@@ -10,6 +10,7 @@
 #include "core/dispatch_table.h"
 #include "core/errors.h"
 #include "core/half.h"
+#include "core/kernel_params.h"
 #include "cuda/layout_g8.h"
 
 namespace akunu::cuda {
@@ -85,10 +86,12 @@ constexpr uint32_t kWorkspaceCounters = 4096;      // split-attention arrival co
 constexpr size_t kQ16RowBytes = 1u << 20;          // a handed-off row: up to ~440k floats
 
 std::atomic<uint64_t> g_q16_handoffs{0};
+std::atomic<uint64_t> g_settled_accumulates{0};
 
 }  // namespace
 
 uint64_t q16_handoffs_launched() { return g_q16_handoffs.load(); }
+uint64_t settled_accumulates_launched() { return g_settled_accumulates.load(); }
 
 int device_count() {
     int n = 0;
@@ -124,7 +127,8 @@ CudaDevice::CudaDevice(int device_index) : device_(device_index) {
     // Programmatic dependent launch needs Hopper; AKUNU_CUDA_PDL=0 turns it off, as
     // AKUNU_CUDA_PREFETCH=0 turns off the float GEMVs' early weight prefetch, AKUNU_CUDA_Q16=0 the
     // integer GEMV, AKUNU_CUDA_PDL_LATE=0 its late release of the next kernel,
-    // AKUNU_CUDA_GEMV16=0 its 16-warp blocks and AKUNU_CUDA_Q16_GRID=0 its one-wave grids,
+    // AKUNU_CUDA_GEMV16=0 its 16-warp blocks, AKUNU_CUDA_Q16_GRID=0 its one-wave grids and
+    // AKUNU_CUDA_EARLY_OUTPUT=0 its early read of an accumulated output,
     // AKUNU_CUDA_SPLIT_K=0 the split K steps of tiled GEMMs over few rows,
     // AKUNU_CUDA_DEQUANT_CUBLAS=0 the quantized prefill GEMMs through cuBLAS (docs/adr/0025);
     // AKUNU_CUDA_ATTN_CLUSTER=1 turns on the cluster merge of decode attention (Hopper; off by
@@ -137,6 +141,7 @@ CudaDevice::CudaDevice(int device_index) : device_(device_index) {
     workspace_.q16_late_release = !switched_off("AKUNU_CUDA_PDL_LATE");
     workspace_.sixteen_warp_gemv = !switched_off("AKUNU_CUDA_GEMV16");
     workspace_.q16_grid_stride = !switched_off("AKUNU_CUDA_Q16_GRID");
+    workspace_.early_output = !switched_off("AKUNU_CUDA_EARLY_OUTPUT");
     workspace_.split_k = !switched_off("AKUNU_CUDA_SPLIT_K");
     workspace_.dequant_library_gemm = !switched_off("AKUNU_CUDA_DEQUANT_CUBLAS");
     workspace_.clusters = prop.major >= 9 && switched_on("AKUNU_CUDA_ATTN_CLUSTER");
@@ -310,9 +315,32 @@ LaunchArgs CudaDevice::command_args(const DispatchTable &table, int c, int t, Di
 // copies them instead of quantizing its x. The two row buffers alternate: the GEMV reading one
 // runs (and, through the waits of programmatic dependent launch, completes) before the next
 // producer of that buffer writes.
-void CudaDevice::launch_command(const DispatchTable &table, int c, int t, int next) {
+//
+// A GEMM's output is settled (LaunchArgs::output_settled) when the command launched before it,
+// `prev`, cannot write it: a GEMM writes only its own output, any other command is taken to write
+// every buffer it binds.
+void CudaDevice::launch_command(const DispatchTable &table, int c, int t, int next, int prev) {
     DispatchCmd patched, next_patched;
     LaunchArgs args = command_args(table, c, t, patched);
+    const DispatchCmd &cmd = table.commands[(size_t)c];
+    const auto fn_of = [](const DispatchCmd &d) { return reinterpret_cast<LaunchFn>(d.pipeline.handle); };
+    if (prev >= 0 && is_gemm_launcher(fn_of(cmd)) && cmd.buffer_count > 1) {
+        const DispatchCmd &before = table.commands[(size_t)prev];
+        const auto overlaps_out = [&](const Buffer &b) {  // whole allocations: views may share memory
+            const auto *lo = static_cast<const uint8_t *>(b.handle), *out = static_cast<const uint8_t *>(cmd.buffers[1].handle);
+            if (b.size == 0 || cmd.buffers[1].size == 0) return true;  // extent unknown
+            return lo < out + cmd.buffers[1].size && out < lo + b.size;
+        };
+        bool written = false;
+        if (is_gemm_launcher(fn_of(before)))
+            written = before.buffer_count > 1 && overlaps_out(before.buffers[1]);
+        else
+            for (int i = 0; i < before.buffer_count; ++i) written = written || overlaps_out(before.buffers[i]);
+        args.output_settled = !written;
+        if (args.output_settled && cmd.param_size >= (int)sizeof(GemmParams) &&
+            reinterpret_cast<const GemmParams *>(cmd.params)->accumulate)
+            ++g_settled_accumulates;
+    }
     args.q16_in = q16_pending_;
     if (q16_pending_) ++g_q16_handoffs;
     q16_pending_ = nullptr;
@@ -336,7 +364,8 @@ void CudaDevice::launch_command(const DispatchTable &table, int c, int t, int ne
 void CudaDevice::launch_commands(const DispatchTable &table, int count, int begin, int end) {
     q16_pending_ = nullptr;
     for (int t = 0; t < count; ++t)
-        for (int c = begin; c < end; ++c) launch_command(table, c, t, c + 1 < end ? c + 1 : -1);
+        for (int c = begin; c < end; ++c)
+            launch_command(table, c, t, c + 1 < end ? c + 1 : -1, c > begin ? c - 1 : t > 0 ? end - 1 : -1);
     q16_pending_ = nullptr;
 }
 

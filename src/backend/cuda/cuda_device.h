@@ -24,6 +24,8 @@ LaunchFn find_launcher(const char *name);
 
 // GEMV commands launched (or captured) with a quantized input handed off by the command before.
 uint64_t q16_handoffs_launched();
+// Accumulating GEMMs launched (or captured) so far with LaunchArgs::output_settled. For tests.
+uint64_t settled_accumulates_launched();
 
 class CudaDevice final : public Device {
 public:
@@ -57,8 +59,9 @@ private:
     // Enqueues commands [begin, end) for `count` tokens on stream_ (eagerly, or into a capture).
     void launch_commands(const DispatchTable &table, int count, int begin, int end);
     // Enqueues command `c` of `table` for token `t` of a replay; `next` (or -1): the command after
-    // it in this launch sequence, which may take c's output quantized (cuda/q16_activation.cuh).
-    void launch_command(const DispatchTable &table, int c, int t, int next = -1);
+    // it in this launch sequence, which may take c's output quantized (cuda/q16_activation.cuh);
+    // `prev` (or -1): the command launched just before it, which decides LaunchArgs::output_settled.
+    void launch_command(const DispatchTable &table, int c, int t, int next = -1, int prev = -1);
     LaunchArgs command_args(const DispatchTable &table, int c, int t, DispatchCmd &patched) const;
 
     int device_ = 0;

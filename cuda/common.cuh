@@ -51,7 +51,10 @@ bool allow_dynamic_smem(Kernel kernel, size_t bytes) {
 // Launches `kernel` with programmatic dependent launch (Hopper+): the next kernel of the stream
 // (or graph) may be scheduled while this one runs, and waits in pdl_enter() until this one has
 // finished and its writes are visible. This hides the launch gap between the ~160 small kernels
-// of a decode step. Every kernel launched through here must call pdl_enter() first.
+// of a decode step. Every kernel launched through here must call pdl_enter() first; a kernel that
+// releases by itself (pdl_release) must do so after its pdl_wait(), never before: then a kernel
+// starts only once every command but the one before it has completed, which lets GEMVs read their
+// output's old values before their wait (LaunchArgs::output_settled).
 // `cluster` (Hopper): the grid in thread-block clusters of that shape (1 x 1 x 1: none).
 template <typename... KArgs, typename... Args>
 void launch_pdl_clustered(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, dim3 cluster,

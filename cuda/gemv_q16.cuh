@@ -94,7 +94,7 @@ __device__ __forceinline__ float quantize_warp_x(const float *__restrict__ x, co
 // of 4: the items of block b are b * per_block ..; 0: items b, b + gridDim.x, ...).
 // output_settled (LaunchArgs::output_settled): an accumulated output's old values for the first item
 // are read before the wait, which takes an L2 round trip off the store at the end (o_proj and
-// down add into the residual: benchmarks/HISTORY.md, "2026-11-28, the accumulated output read early").
+// down add into the residual: benchmarks/HISTORY.md, "2026-11-28, 5bb9da2").
 // w and p are __grid_constant__ (common.cuh says why); here it also keeps the compiler from
 // copying p to local memory, which it does for a plain p once cp.async's asm is in the kernel.
 // Registers: the kernels of 1 and 2 groups are held to 64 a thread (32 warps an SM: two 16-warp or

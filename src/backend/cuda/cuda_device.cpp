@@ -327,9 +327,10 @@ void CudaDevice::launch_command(const DispatchTable &table, int c, int t, int ne
     if (prev >= 0 && is_gemm_launcher(fn_of(cmd)) && cmd.buffer_count > 1) {
         const DispatchCmd &before = table.commands[(size_t)prev];
         const auto overlaps_out = [&](const Buffer &b) {  // whole allocations: views may share memory
-            const auto *lo = static_cast<const uint8_t *>(b.handle), *out = static_cast<const uint8_t *>(cmd.buffers[1].handle);
-            if (b.size == 0 || cmd.buffers[1].size == 0) return true;  // extent unknown
-            return lo < out + cmd.buffers[1].size && out < lo + b.size;
+            const Buffer &o = cmd.buffers[1];
+            if (b.size == 0 || o.size == 0) return true;  // extent unknown
+            const auto *lo = static_cast<const uint8_t *>(b.handle), *out = static_cast<const uint8_t *>(o.handle);
+            return lo < out + o.size && out < lo + b.size;
         };
         bool written = false;
         if (is_gemm_launcher(fn_of(before)))

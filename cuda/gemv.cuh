@@ -179,6 +179,17 @@ __device__ __forceinline__ bool slot_group(const GemmParams &p, uint32_t total_g
     return group < total_groups;
 }
 
+// Where thread t < kGroups * 8 of a plain (not gated) output stores its row of `item`: group t / 8,
+// row t % 8 of it; null past the matrix. gemv_g8_store writes there; an accumulating integer GEMV
+// reads the old value there before its wait (cuda/gemv_q16.cuh).
+template <int kGroups>
+__device__ __forceinline__ float *g8_store_dst(float *y, const GemmParams &p, uint32_t total_groups, uint32_t item) {
+    uint32_t part, local;
+    if (!slot_group<kGroups>(p, total_groups, item, threadIdx.x / kG8Rows, part, local)) return nullptr;
+    const uint32_t row = local * kG8Rows + threadIdx.x % kG8Rows;
+    return row < p.N[part] ? y + p.y_col[part] + row : nullptr;
+}
+
 // The end of a g8 GEMV item: each lane's per-group sums (lanes of one row r = lane % 8 hold
 // different blocks) reduced over the warp and then over the block's warps in shared memory,
 // scaled, and stored (or, gated, combined into act(gate) * up). sq_by_warp: the warps' sums of
@@ -227,17 +238,11 @@ __device__ __forceinline__ void gemv_g8_store(const float (&acc)[kGroups], float
             if (gated_stage) gated_stage[threadIdx.x] = v;
         }
     } else if (threadIdx.x < kGroups * kG8Rows) {
-        const uint32_t g = threadIdx.x / kG8Rows, rr = threadIdx.x % kG8Rows;
-        uint32_t part, local;
         float out = 0.f;
-        if (slot_group<kGroups>(p, total_groups, item, g, part, local)) {
-            const uint32_t row = local * kG8Rows + rr;
-            if (row < p.N[part]) {
-                const float s = group_sum(g, rr);
-                float *dst = y + p.y_col[part] + row;
-                out = p.accumulate ? (have_prev ? y_prev : *dst) + s : s;
-                *dst = out;
-            }
+        if (float *dst = g8_store_dst<kGroups>(y, p, total_groups, item)) {
+            const float s = group_sum(threadIdx.x / kG8Rows, threadIdx.x % kG8Rows);
+            out = p.accumulate ? (have_prev ? y_prev : *dst) + s : s;
+            *dst = out;
         }
         if (kGroups * kG8Rows == 32 && xq_out) store_q16_block(xq_out, item * 32, out, out_nw, out_normed);
     }

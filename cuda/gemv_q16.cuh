@@ -139,16 +139,11 @@ __global__ void __launch_bounds__(kWarps * 32, kGroups <= 2 ? 32 / kWarps : 1)
     float out_nw = 1.f;
     if (kGroups == 4 && xq_out && out_norm_w && warp == 0) out_nw = __ldg(out_norm_w + item0 * 32 + lane);
     // The first item's old output values, for the threads that store them (gemv_g8_store), past L1.
-    const bool have_prev = output_settled && p.accumulate && !(kGroups == 2 && p.output_op != kGemmOutputPlain) &&
-                           threadIdx.x < kGroups * kG8Rows;
+    // (An accumulating output is never gated: prepare in cuda/gemm.cu refuses that.)
+    const bool have_prev = output_settled && p.accumulate && threadIdx.x < kGroups * kG8Rows;
     float y_prev = 0.f;
-    if (have_prev) {
-        uint32_t part, local;
-        if (slot_group<kGroups>(p, total_groups, item0, threadIdx.x / kG8Rows, part, local)) {
-            const uint32_t row = local * kG8Rows + threadIdx.x % kG8Rows;
-            if (row < p.N[part]) y_prev = __ldcg(y + p.y_col[part] + row);
-        }
-    }
+    if (have_prev)
+        if (const float *dst = g8_store_dst<kGroups>(y, p, total_groups, item0)) y_prev = __ldcg(dst);
     pdl_wait_after_loads(K);  // K > 0; the loads above stay before the wait (see common.cuh)
     if (!late_release) pdl_release();
 

@@ -5,8 +5,10 @@
 //   M > 1 (prefill/evaluation): a tensor-core tile GEMM (cuda/gemm_tiles.cuh).
 //   M > 1 with F16 weights: cuBLAS when it loads (src/backend/cuda/cublas_runtime.h).
 // Every quantized format but Q2_K / Q3_K arrives in the g8 layout (cuda/layout_g8.h, repacked at
-// load); those two and the float formats as their GGUF rows (BF16 converted to F16).
+// load); those two and the float formats as their GGUF rows (BF16 converted to F16). A pair command
+// holds parts of two g8 formats (GemmParams::second_part; docs/adr/0030).
 #include <algorithm>
+#include <atomic>
 #include <string>
 
 #include "backend/cuda/cublas_runtime.h"
@@ -407,6 +409,94 @@ void launch_gemm_g8(const LaunchArgs &a, const char *name) {
     check_launch(name);
 }
 
+// ---- pair commands: the parts of two dtypes in one command (GemmParams::second_part) ----
+
+// A pair command's halves as commands of their own: parts 0 .. second_part - 1 (the first
+// dtype's) and the rest, each with its weights, the shared x, y and norm weight, and no output
+// handed to the next GEMV (a multi-part output never is). The second half reads y's allocation
+// after the first writes it, so its output is not settled.
+struct PairHalves {
+    GemmParams p[2];
+    LaunchArgs a[2];
+    WeightPtrs w[2];
+    uint32_t groups[2] = {0, 0};
+
+    explicit PairHalves(const LaunchArgs &whole) {
+        const GemmParams &pw = params_of<GemmParams>(whole);
+        const uint32_t s = pw.second_part;
+        if (s < 1 || s >= pw.n_parts) throw AkunuError("internal: a pair GEMM's second_part is out of range");
+        for (int k = 0; k < 2; ++k) {
+            const uint32_t first = k == 0 ? 0 : s, n = k == 0 ? s : pw.n_parts - s;
+            p[k] = pw;
+            p[k].n_parts = n;
+            p[k].second_part = 0;
+            a[k] = whole;
+            a[k].params = &p[k];
+            a[k].q16_out = Q16Handoff{};
+            for (uint32_t i = 0; i < n; ++i) {
+                p[k].N[i] = pw.N[first + i];
+                p[k].y_col[i] = pw.y_col[first + i];
+                p[k].w_row_bytes[i] = pw.w_row_bytes[first + i];
+                a[k].buffers[2 + i] = whole.buffers[2 + first + i];
+                w[k].part[i] = whole.buffers[2 + first + i];
+                groups[k] += g8_groups(p[k].N[i]);
+            }
+            if (pw.input_op == kGemmInputRMSNorm) a[k].buffers[2 + n] = whole.buffers[2 + pw.n_parts];
+        }
+        a[1].output_settled = false;
+    }
+    PairHalves(const PairHalves &) = delete;
+    PairHalves &operator=(const PairHalves &) = delete;
+};
+
+// Whether a pair's decode GEMV runs as one launch of gemv_g8_q16_pair_kernel: planned as one
+// GEMV over both halves' rows (integer, 8 or 16 warps, one item a block), each half's items of
+// its own dtype. Otherwise (prefill, rows too short or too many items for one wave) the halves
+// run one after the other, as two commands would.
+template <class F1, bool kNorm>
+bool pair_in_one_launch(const LaunchArgs &a, const PairHalves &h, G8Plan *plan) {
+    const GemmParams &p = params_of<GemmParams>(a);
+    if (p.M != 1 || p.output_op != kGemmOutputPlain) return false;
+    *plan = plan_gemv_g8<F1, kNorm>(a, p, h.groups[0] + h.groups[1]);
+    return plan->integer && !plan->strided && plan->warps >= 8;
+}
+
+std::atomic<uint64_t> g_pair_gemvs{0};
+
+template <class F1, class F2, bool kNorm>
+void launch_pair_gemv(const LaunchArgs &a, const GemmLaunch &l, const PairHalves &h, const G8Plan &g) {
+    const GemmParams &p = params_of<GemmParams>(a);
+    const uint32_t items1 = g.two ? ceil_div_u(h.groups[0], 2) : h.groups[0];
+    const uint32_t items2 = g.two ? ceil_div_u(h.groups[1], 2) : h.groups[1];
+    const unsigned blocks = items1 + items2;
+    const size_t smem = (size_t)g.warps * q16_warp_bytes(q16_steps(p.K, g.warps));
+    const bool late_release = a.workspace->q16_late_release && blocks * g.warps * 2 > a.workspace->warp_slots;
+    const auto kernel = g.two ? (g.warps == 16 ? gemv_g8_q16_pair_kernel<F1, F2, 2, 16, kNorm>
+                                               : gemv_g8_q16_pair_kernel<F1, F2, 2, 8, kNorm>)
+                              : (g.warps == 16 ? gemv_g8_q16_pair_kernel<F1, F2, 1, 16, kNorm>
+                                               : gemv_g8_q16_pair_kernel<F1, F2, 1, 8, kNorm>);
+    launch_pdl(kernel, blocks, g.warps * 32, smem, a, l.x, l.y, h.w[0], h.p[0], h.w[1], h.p[1], h.groups[0],
+               h.groups[1], items1, l.norm_w, late_release, static_cast<const XQ16Chunk *>(a.q16_in));
+    ++g_pair_gemvs;
+}
+
+template <class F1, class F2>
+void launch_gemm_g8_pair(const LaunchArgs &a, const char *name) {
+    const GemmLaunch l = prepare(a, name);
+    const PairHalves h(a);
+    G8Plan g;
+    if (l.norm_w ? pair_in_one_launch<F1, true>(a, h, &g) : pair_in_one_launch<F1, false>(a, h, &g)) {
+        if (l.norm_w)
+            launch_pair_gemv<F1, F2, true>(a, l, h, g);
+        else
+            launch_pair_gemv<F1, F2, false>(a, l, h, g);
+        check_launch(name);
+        return;
+    }
+    launch_gemm_g8<F1>(h.a[0], name);
+    launch_gemm_g8<F2>(h.a[1], name);
+}
+
 }  // namespace
 
 void launch_gemm_f32(const LaunchArgs &a) { launch_gemm_rows<FmtF32>(a, "gemm_f32"); }
@@ -415,6 +505,12 @@ void launch_gemm_f16(const LaunchArgs &a) { launch_gemm_rows<FmtF16>(a, "gemm_f1
     void launch_gemm_##lower##_g8(const LaunchArgs &a) { launch_gemm_g8<fmt>(a, "gemm_" #lower "_g8"); }
 AKUNU_CUDA_G8_FORMATS(AKUNU_DEFINE_G8)
 #undef AKUNU_DEFINE_G8
+#define AKUNU_DEFINE_G8_PAIR(a, fa, b, fb)                                   \
+    void launch_gemm_##a##_g8_pair_##b##_g8(const LaunchArgs &args) {        \
+        launch_gemm_g8_pair<fa, fb>(args, "gemm_" #a "_g8+gemm_" #b "_g8"); \
+    }
+AKUNU_CUDA_G8_PAIRS(AKUNU_DEFINE_G8_PAIR)
+#undef AKUNU_DEFINE_G8_PAIR
 #define AKUNU_DEFINE(lower, upper) \
     void launch_gemm_##lower(const LaunchArgs &a) { launch_gemm_rows<Fmt##upper>(a, "gemm_" #lower); }
 AKUNU_CUDA_KQUANT_FORMATS(AKUNU_DEFINE)
@@ -437,6 +533,25 @@ bool takes_q16_input(const LaunchArgs &a, const float **row, uint32_t *len, cons
     return true;
 }
 
+// A pair takes the row quantized where its one launch or both its halves would.
+template <class F1, class F2>
+bool pair_takes_q16_input(const LaunchArgs &a, const float **row, uint32_t *len, const float **norm_w) {
+    const GemmParams &p = params_of<GemmParams>(a);
+    if (p.M != 1 || p.K % 32 != 0 || p.n_parts < 2 || p.n_parts > (uint32_t)GemmParams::kMaxParts ||
+        p.second_part < 1 || p.second_part >= p.n_parts)
+        return false;
+    const PairHalves h(a);
+    G8Plan g;
+    const bool norm = p.input_op == kGemmInputRMSNorm;
+    if (norm ? pair_in_one_launch<F1, true>(a, h, &g) : pair_in_one_launch<F1, false>(a, h, &g)) {
+        *row = reinterpret_cast<const float *>(a.buffers[0]);
+        *len = p.K;
+        *norm_w = norm ? reinterpret_cast<const float *>(a.buffers[2 + p.n_parts]) : nullptr;
+        return true;
+    }
+    return takes_q16_input<F1>(h.a[0], row, len, norm_w) && takes_q16_input<F2>(h.a[1], row, len, norm_w);
+}
+
 }  // namespace
 
 bool gemv_takes_q16_input(LaunchFn fn, const LaunchArgs &a, const float **row, uint32_t *len, const float **norm_w) {
@@ -444,8 +559,14 @@ bool gemv_takes_q16_input(LaunchFn fn, const LaunchArgs &a, const float **row, u
     if (fn == launch_gemm_##lower##_g8) return takes_q16_input<fmt>(a, row, len, norm_w);
     AKUNU_CUDA_G8_FORMATS(AKUNU_TAKES_Q16)
 #undef AKUNU_TAKES_Q16
+#define AKUNU_PAIR_TAKES_Q16(a_, fa, b, fb) \
+    if (fn == launch_gemm_##a_##_g8_pair_##b##_g8) return pair_takes_q16_input<fa, fb>(a, row, len, norm_w);
+    AKUNU_CUDA_G8_PAIRS(AKUNU_PAIR_TAKES_Q16)
+#undef AKUNU_PAIR_TAKES_Q16
     return false;
 }
+
+uint64_t pair_gemvs_launched() { return g_pair_gemvs.load(); }
 
 size_t q16_handoff_bytes(uint32_t len) { return (size_t)xq16_chunks(len) * sizeof(XQ16Chunk); }
 
@@ -455,6 +576,10 @@ bool is_gemm_launcher(LaunchFn fn) {
     if (fn == launch_gemm_##lower##_g8) return true;
     AKUNU_CUDA_G8_FORMATS(AKUNU_IS_G8)
 #undef AKUNU_IS_G8
+#define AKUNU_IS_G8_PAIR(a, fa, b, fb) \
+    if (fn == launch_gemm_##a##_g8_pair_##b##_g8) return true;
+    AKUNU_CUDA_G8_PAIRS(AKUNU_IS_G8_PAIR)
+#undef AKUNU_IS_G8_PAIR
 #define AKUNU_IS_ROWS(lower, upper) \
     if (fn == launch_gemm_##lower) return true;
     AKUNU_CUDA_KQUANT_FORMATS(AKUNU_IS_ROWS)

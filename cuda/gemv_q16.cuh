@@ -102,13 +102,19 @@ __device__ __forceinline__ float quantize_warp_x(const float *__restrict__ x, co
 // an SM then held one 16-warp block or three 8-warp ones: 8B-shape decode 22 % slower on Q4_K,
 // 12 % on Q6_K, 6 % on Q8_0 (small spills in a few Q5_K kernels; benchmarks/HISTORY.md,
 // 2026-11-27). The 4-group producers (cuda/q16_activation.cuh) need ~90-128 and stay free.
+//
+// The kernel's work as block `block` (gemv_g8_q16_kernel: blockIdx.x; gemv_g8_q16_pair_kernel: the
+// block's index among those of its dtype, which walk no items: !kGridStride). p is the kernel's
+// __grid_constant__ parameter, by reference; w by value (its three pointers: a reference kept the
+// parameter's address in registers, and the strided kernels spilled more).
 template <class F, int kGroups, int kWarps, bool kNorm, bool kGridStride>
-__global__ void __launch_bounds__(kWarps * 32, kGroups <= 2 ? 32 / kWarps : 1)
-    gemv_g8_q16_kernel(const float *__restrict__ x, float *__restrict__ y, const __grid_constant__ WeightPtrs w,
-                       const __grid_constant__ GemmParams p,
-                       uint32_t total_groups, uint32_t n_items, const float *__restrict__ norm_w, bool late_release,
-                       const XQ16Chunk *__restrict__ xq_in, XQ16Chunk *__restrict__ xq_out,
-                       const float *__restrict__ out_norm_w, uint32_t per_block, bool output_settled) {
+__device__ __forceinline__ void gemv_g8_q16_body(uint32_t block, const float *__restrict__ x,
+                                                 float *__restrict__ y, const WeightPtrs w, const GemmParams &p,
+                                                 uint32_t total_groups, uint32_t n_items,
+                                                 const float *__restrict__ norm_w, bool late_release,
+                                                 const XQ16Chunk *__restrict__ xq_in, XQ16Chunk *__restrict__ xq_out,
+                                                 const float *__restrict__ out_norm_w, uint32_t per_block,
+                                                 bool output_settled) {
     constexpr int kDepth = 2;
     __shared__ float gated_stage[32];  // a gated handoff's 4 items of 8 outputs
     using Block = G8BlockOf<F>;
@@ -122,7 +128,7 @@ __global__ void __launch_bounds__(kWarps * 32, kGroups <= 2 ? 32 / kWarps : 1)
     // This lane's steps: blocks first, first + stride, ... below n_blocks.
     const uint32_t my_steps = first < n_blocks ? (n_blocks - first + stride - 1) / stride : 0;
 
-    const uint32_t item0 = per_block ? blockIdx.x * per_block : blockIdx.x;
+    const uint32_t item0 = per_block ? block * per_block : block;
     const uint32_t item_end = per_block ? min(item0 + per_block, n_items) : n_items;
     const uint8_t *grp[kGroups];
     g8_item_groups<F, kGroups>(w, p, total_groups, item0, grp);
@@ -195,6 +201,37 @@ __global__ void __launch_bounds__(kWarps * 32, kGroups <= 2 ? 32 / kWarps : 1)
         __syncthreads();  // partial[] is rewritten by the next item
         item = next;
     }
+}
+
+template <class F, int kGroups, int kWarps, bool kNorm, bool kGridStride>
+__global__ void __launch_bounds__(kWarps * 32, kGroups <= 2 ? 32 / kWarps : 1)
+    gemv_g8_q16_kernel(const float *__restrict__ x, float *__restrict__ y, const __grid_constant__ WeightPtrs w,
+                       const __grid_constant__ GemmParams p,
+                       uint32_t total_groups, uint32_t n_items, const float *__restrict__ norm_w, bool late_release,
+                       const XQ16Chunk *__restrict__ xq_in, XQ16Chunk *__restrict__ xq_out,
+                       const float *__restrict__ out_norm_w, uint32_t per_block, bool output_settled) {
+    gemv_g8_q16_body<F, kGroups, kWarps, kNorm, kGridStride>(blockIdx.x, x, y, w, p, total_groups, n_items,
+                                                             norm_w, late_release, xq_in, xq_out, out_norm_w, per_block,
+                                                             output_settled);
+}
+
+// One launch for the parts of two dtypes of a pair command (GemmParams::second_part): the first
+// items1 blocks take the parts of F1 (w1, p1), the others those of F2, one item a block; the
+// same x (quantized, or copied from xq_in, by every block), no handed-off output.
+template <class F1, class F2, int kGroups, int kWarps, bool kNorm>
+__global__ void __launch_bounds__(kWarps * 32, 32 / kWarps)
+    gemv_g8_q16_pair_kernel(const float *__restrict__ x, float *__restrict__ y, const __grid_constant__ WeightPtrs w1,
+                            const __grid_constant__ GemmParams p1, const __grid_constant__ WeightPtrs w2,
+                            const __grid_constant__ GemmParams p2, uint32_t total_groups1, uint32_t total_groups2,
+                            uint32_t items1, const float *__restrict__ norm_w, bool late_release,
+                            const XQ16Chunk *__restrict__ xq_in) {
+    if (blockIdx.x < items1)
+        gemv_g8_q16_body<F1, kGroups, kWarps, kNorm, false>(blockIdx.x, x, y, w1, p1, total_groups1, items1,
+                                                            norm_w, late_release, xq_in, nullptr, nullptr, 0, false);
+    else
+        gemv_g8_q16_body<F2, kGroups, kWarps, kNorm, false>(blockIdx.x - items1, x, y, w2, p2,
+                                                            total_groups2, gridDim.x - items1, norm_w, late_release,
+                                                            xq_in, nullptr, nullptr, 0, false);
 }
 
 }  // namespace akunu::cuda

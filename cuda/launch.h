@@ -102,6 +102,8 @@ bool gemv_takes_q16_input(LaunchFn fn, const LaunchArgs &a, const float **row, u
 size_t q16_handoff_bytes(uint32_t len);
 // Whether `fn` launches a GEMM: reads buffers[0] and its weights, writes buffers[1] only.
 bool is_gemm_launcher(LaunchFn fn);
+// Pair commands' decode GEMVs run as one launch (gemv_g8_q16_pair_kernel) so far. For tests.
+uint64_t pair_gemvs_launched();
 
 // --- launchers, one per kernel name (names as in the CPU backend; _g8: the g8 layout) -------
 void launch_embedding_f32(const LaunchArgs &);
@@ -119,6 +121,16 @@ void launch_gemm_f16(const LaunchArgs &);
     void launch_embedding_##lower##_g8(const LaunchArgs &);
 AKUNU_CUDA_G8_FORMATS(AKUNU_DECLARE_G8)
 #undef AKUNU_DECLARE_G8
+// Pairs of g8 formats one command may hold (a table builder's pair: GemmParams::second_part), as
+// llama.cpp's mixes put them in one layer's Q/K/V: X(first kernel-name suffix, its Fmt, second's, Fmt).
+// Q4_K_M / Q5_K_M: attn_v Q6_K in some layers; IQ4_XS / IQ4_NL (GQA groups of 4 or more) and
+// Q4_K_S: attn_v Q5_K.
+#define AKUNU_CUDA_G8_PAIRS(X)                                                                            \
+    X(q4_k, G8FmtQ4_K, q6_k, G8FmtQ6_K) X(q5_k, G8FmtQ5_K, q6_k, G8FmtQ6_K) X(iq4_xs, G8FmtIQ4_XS, q5_k, G8FmtQ5_K) \
+    X(iq4_nl, G8FmtIQ4_NL, q5_k, G8FmtQ5_K) X(q4_k, G8FmtQ4_K, q5_k, G8FmtQ5_K)
+#define AKUNU_DECLARE_G8_PAIR(a, fa, b, fb) void launch_gemm_##a##_g8_pair_##b##_g8(const LaunchArgs &);
+AKUNU_CUDA_G8_PAIRS(AKUNU_DECLARE_G8_PAIR)
+#undef AKUNU_DECLARE_G8_PAIR
 // The group-scaled dtypes read as stored (cuda/formats_kquant.cuh): X(kernel-name suffix, Fmt suffix / DType).
 #define AKUNU_CUDA_KQUANT_FORMATS(X) \
     X(q2_k, Q2_K) X(q3_k, Q3_K)

@@ -215,10 +215,11 @@ class KQuantCase:
     tied: bool = False
     seed: int = 0
     spec_overrides: dict = field(default_factory=dict)
+    shape: dict = field(default_factory=lambda: dict(KQ_SHAPE))
 
     @property
     def spec(self):
-        return tm.family_spec("llama", self.name, dtype="F32", tied=self.tied, seed=self.seed, **KQ_SHAPE,
+        return tm.family_spec("llama", self.name, dtype="F32", tied=self.tied, seed=self.seed, **self.shape,
                               **self.spec_overrides)
 
     def matrix_dtype(self, tensor_name: str) -> QT:

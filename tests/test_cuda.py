@@ -673,6 +673,38 @@ def test_group_scaled_greedy_matches_cpu(name, kq_pair):
     assert_greedy_match(*kq_pair(name))
 
 
+# A layer's Q, K and V in two dtypes, as llama.cpp's mixes write them (attn_v Q6_K in some layers of
+# Q4_K_M and Q5_K_M files, Q5_K in IQ4_XS, IQ4_NL and Q4_K_S ones): one pair command
+# ("gemm_A+gemm_B", GemmParams::second_part) runs both. Rows of 1024 give the decode GEMV 8-warp
+# integer blocks, so the pair runs as one launch (gemv_g8_q16_pair_kernel); the prompt (M > 1) runs
+# its halves one after the other. Every registered pair (AKUNU_CUDA_G8_PAIRS) has a layer.
+PAIR_LAYERS = [("Q4_K", "Q6_K"), ("Q5_K", "Q6_K"), ("IQ4_XS", "Q5_K"), ("IQ4_NL", "Q5_K"), ("Q4_K", "Q5_K")]
+PAIR_DTYPES = {"token_embd": kq.QT.Q4_K, "output": kq.QT.Q6_K}
+for _i, (_qk, _v) in enumerate(PAIR_LAYERS):
+    PAIR_DTYPES.update({f"blk.{_i}.attn_q": kq.QT[_qk], f"blk.{_i}.attn_k": kq.QT[_qk], f"blk.{_i}.attn_v": kq.QT[_v],
+                        f"blk.{_i}.attn_output": kq.QT[_qk], f"blk.{_i}.ffn_gate": kq.QT[_qk],
+                        f"blk.{_i}.ffn_up": kq.QT[_qk], f"blk.{_i}.ffn_down": kq.QT[_v]})
+PAIR_CASE = kq.KQuantCase("qkv_pairs", PAIR_DTYPES, seed=45,
+                          shape=dict(hidden=1024, n_heads=8, n_kv_heads=2, head_dim=128, ffn=2816,
+                                     n_layers=len(PAIR_LAYERS)))
+
+
+def test_qkv_of_two_dtypes_runs_as_one_command(gguf_dir):
+    path, _ = kq.build_case_gguf(PAIR_CASE, gguf_dir)
+    cpu, cuda = (akunu.Model(str(path), backend=b) for b in ("cpu", "cuda"))
+    names = [c["kernel"] for c in cuda._engine.dispatch_table if c["label"].endswith("qkv")]
+    assert names == [f"gemm_{qk.lower()}_g8+gemm_{v.lower()}_g8" for qk, v in PAIR_LAYERS], names
+    # The CPU has no pair kernels: Q/K and V stay two commands there.
+    assert all("+" not in c["kernel"] for c in cpu._engine.dispatch_table)
+    ids = cuda.tokenizer.encode(PROMPTS[0])
+    first = cuda._engine.prefill(ids)
+    before = akunu._testing.cuda_pair_gemvs()
+    cuda._engine.decode_step(first)
+    assert akunu._testing.cuda_pair_gemvs() - before == len(PAIR_LAYERS)
+    assert_logits_match(cpu, cuda)
+    assert_greedy_match(cpu, cuda)
+
+
 @pytest.mark.parametrize("n", [1, 7, 4096, 32003, 49152, 128256])
 def test_argmax_matches_numpy(n):
     """The argmax command (many blocks, four logits per thread, a tail) returns numpy's first

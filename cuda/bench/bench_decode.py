@@ -45,7 +45,7 @@ def random_matrix(rng, rows, cols, qtype):
     return raw.reshape(rows, n_blocks * nbytes), qtype
 
 
-def write_model(path: Path, shape: str, dtype: str, vocab_gguf: Path):
+def write_model(path: Path, shape: str, dtype: str, vocab_gguf: Path, v_dtype: str | None = None):
     import gguf
     from gguf import GGMLQuantizationType as QT, GGUFReader, GGUFValueType, GGUFWriter
 
@@ -75,8 +75,8 @@ def write_model(path: Path, shape: str, dtype: str, vocab_gguf: Path):
                 vocab = len(fld.contents())
     w.add_vocab_size(vocab)
 
-    def add(name, rows, cols):
-        arr, raw = random_matrix(rng, rows, cols, qtype)
+    def add(name, rows, cols, qt=qtype):
+        arr, raw = random_matrix(rng, rows, cols, qt)
         if raw is None:
             w.add_tensor(name, arr)
         else:
@@ -93,7 +93,7 @@ def write_model(path: Path, shape: str, dtype: str, vocab_gguf: Path):
         w.add_tensor(p + "ffn_norm.weight", np.ones(d, dtype=np.float32))
         add(p + "attn_q.weight", s["heads"] * hd, d)
         add(p + "attn_k.weight", s["kv"] * hd, d)
-        add(p + "attn_v.weight", s["kv"] * hd, d)
+        add(p + "attn_v.weight", s["kv"] * hd, d, getattr(QT, v_dtype) if v_dtype else qtype)
         add(p + "attn_output.weight", d, s["heads"] * hd)
         add(p + "ffn_gate.weight", ffn, d)
         add(p + "ffn_up.weight", ffn, d)
@@ -108,6 +108,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shape", default="llama-3.2-1b", choices=list(SHAPES))
     ap.add_argument("--dtype", default="Q4_0")
+    ap.add_argument("--v-dtype", default=None, help="attn_v's dtype, where it differs (as llama.cpp's mixes: "
+                    "Q6_K in Q4_K_M files, Q5_K in IQ4_XS ones)")
     ap.add_argument("--vocab-gguf", required=True, type=Path)
     ap.add_argument("--out-dir", default="/tmp", type=Path)
     ap.add_argument("--backend", default="cuda")
@@ -124,10 +126,10 @@ def main():
 
     import akunu
 
-    path = a.out_dir / f"random-{a.shape}-{a.dtype}.gguf"
+    path = a.out_dir / f"random-{a.shape}-{a.dtype}{'-v' + a.v_dtype if a.v_dtype else ''}.gguf"
     if not path.exists():
         t0 = time.time()
-        write_model(path, a.shape, a.dtype, a.vocab_gguf)
+        write_model(path, a.shape, a.dtype, a.vocab_gguf, a.v_dtype)
         print(f"wrote {path} ({path.stat().st_size / 1e6:.0f} MB) in {time.time() - t0:.1f}s", flush=True)
     t0 = time.time()
     # Room for the depth's context, then the timed test (tg: chain decode; pp: its own prefill).
@@ -157,7 +159,8 @@ def main():
     pp = [pp_once() for _ in range(a.r)]
     depth = f"@d{a.depth}" if a.depth else ""
     kv = f" kv={a.kv_cache_dtype}" if a.kv_cache_dtype != "f16" else ""
-    print(f"RESULT {a.shape} {a.dtype}{kv} backend={a.backend} tg{a.n}{depth} {statistics.median(tg):.1f} t/s "
+    dtype = a.dtype + (f" v={a.v_dtype}" if a.v_dtype else "")
+    print(f"RESULT {a.shape} {dtype}{kv} backend={a.backend} tg{a.n}{depth} {statistics.median(tg):.1f} t/s "
           f"(min {min(tg):.1f} max {max(tg):.1f})  pp{a.p} {statistics.median(pp):.1f} t/s", flush=True)
     if a.sampling:
         kw = {k: (int(v) if k in ("top_k", "repeat_last_n", "seed") else float(v))

@@ -66,6 +66,16 @@ uint64_t cuda_cublas_gemms() {
 #endif
 }
 
+// Pair commands' (two weight dtypes) decode GEMVs run as one launch so far (cuda/gemm.cu); 0 without
+// the CUDA backend. For tests.
+uint64_t cuda_pair_gemvs() {
+#ifdef AKUNU_HAS_CUDA
+    return cuda::pair_gemvs_launched();
+#else
+    return 0;
+#endif
+}
+
 const std::vector<std::string> &built_backends() {
     static const std::vector<std::string> names = {
         "cpu",

@@ -65,6 +65,8 @@ public:
     // --- kernels ----------------------------------------------------------------------
     // Resolved once while building a table; throws UnsupportedError for an unknown name.
     virtual Pipeline get_pipeline(const std::string &kernel_name) = 0;
+    // Whether get_pipeline knows the name (the table builder asks before choosing an optional kernel).
+    virtual bool has_kernel(const std::string &kernel_name);
 
     // --- memory -----------------------------------------------------------------------
     virtual Buffer allocate(size_t bytes) = 0;  // zero-filled; OutOfMemoryError when it cannot

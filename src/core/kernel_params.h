@@ -73,6 +73,9 @@ struct GemmParams {
     uint32_t input_op;             // GemmInputOp (M = 1 only)
     uint32_t output_op;            // GemmOutputOp (M = 1 only; not with accumulate)
     float eps;                     // of the input RMSNorm
+    // A pair command (kernel "gemm_A+gemm_B": two weight dtypes, Device::has_kernel): parts
+    // second_part .. n_parts - 1 are B's, the ones before A's. 0: one dtype.
+    uint32_t second_part;
 };
 
 // RoPE on Q and K in place, then K and V appended to the cache.

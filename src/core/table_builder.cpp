@@ -220,11 +220,24 @@ private:
         size_t i = 0;
         while (i < mats.size()) {
             // Group consecutive matrices of the same dtype (one kernel) when fusion is on.
+            const auto room = [&](size_t j) { return j < mats.size() && j - i < (size_t)GemmParams::kMaxParts; };
             size_t j = i + 1;
-            while (c_.chip.should_fuse_weights && j < mats.size() && j - i < (size_t)GemmParams::kMaxParts &&
-                   mats[j]->desc == mats[i]->desc)
-                ++j;
+            while (c_.chip.should_fuse_weights && room(j) && mats[j]->desc == mats[i]->desc) ++j;
             const DTypeDescriptor *desc = mats[i]->desc;
+            // Then the matrices of a second dtype after them, where the device has a kernel for the
+            // pair: llama.cpp's mixes give attn_v another dtype than Q and K (Q6_K in Q4_K_M files,
+            // Q5_K in IQ4_XS ones), and one command costs less than two.
+            std::string kernel = desc->gemm_kernel;
+            uint32_t second_part = 0;
+            if (c_.chip.should_fuse_weights && room(j) && !desc->act_quant_kernel && !mats[j]->desc->act_quant_kernel) {
+                const DTypeDescriptor *second = mats[j]->desc;
+                const std::string pair = kernel + "+" + second->gemm_kernel;
+                if (c_.device.has_kernel(pair)) {
+                    kernel = pair;
+                    second_part = (uint32_t)(j - i);
+                    while (room(j) && mats[j]->desc == second) ++j;
+                }
+            }
 
             Buffer input = x;
             size_t input_offset = (size_t)x_row * x_stride * sizeof(float);
@@ -257,10 +270,11 @@ private:
             p.input_op = fusion.input_norm ? kGemmInputRMSNorm : kGemmInputAsIs;
             p.eps = c_.config.norm_eps;
             p.output_op = fusion.output_op;
-            if (p.output_op != kGemmOutputPlain && (i != 0 || j != mats.size() || accumulate))
-                throw AkunuError("internal: a gated GEMV output needs gate and up in one command");
+            p.second_part = second_part;
+            if (p.output_op != kGemmOutputPlain && (i != 0 || j != mats.size() || accumulate || second_part))
+                throw AkunuError("internal: a gated GEMV output needs gate and up in one command of one dtype");
 
-            CmdBuilder b(table_, c_.device, desc->gemm_kernel, {ceil_div(total_rows, p.rows_per_unit), 1, 1});
+            CmdBuilder b(table_, c_.device, kernel, {ceil_div(total_rows, p.rows_per_unit), 1, 1});
             b.buf(input, input_offset).buf(y);
             for (size_t k = i; k < j; ++k) b.buf(mats[k]->buffer);
             if (fusion.input_norm) b.buf(*fusion.input_norm);

@@ -16,6 +16,7 @@ bool metal_available();
 uint64_t cuda_q16_handoffs();
 uint64_t cuda_settled_accumulates();
 uint64_t cuda_cublas_gemms();
+uint64_t cuda_pair_gemvs();
 }
 
 void bind_testing_gpu(nb::module_ &m) {
@@ -28,6 +29,8 @@ void bind_testing_gpu(nb::module_ &m) {
           "CUDA accumulating GEMMs launched so far whose output the command before them cannot write.");
     m.def("cuda_cublas_gemms", [] { return akunu::cuda_cublas_gemms(); },
           "F16 / BF16 prefill GEMMs run through cuBLAS so far (0 when it is missing or switched off).");
+    m.def("cuda_pair_gemvs", [] { return akunu::cuda_pair_gemvs(); },
+          "Decode GEMVs of pair commands (Q/K/V of two weight dtypes) run as one launch so far.");
     m.def("metal_available", [] { return akunu::metal_available(); },
           "True when akunu was built with Metal and an Apple GPU it supports is present.");
 }

@@ -164,6 +164,8 @@ Pipeline CpuDevice::get_pipeline(const std::string &kernel_name) {
     return p;
 }
 
+bool CpuDevice::has_kernel(const std::string &kernel_name) { return find_kernel(kernel_name.c_str()) != nullptr; }
+
 Buffer CpuDevice::allocate(size_t bytes) {
     // 64-byte alignment: cache lines and any SIMD width. Owned buffers have handle == contents.
     const size_t rounded = (bytes + 63) / 64 * 64;  // 0 only for 0 bytes, or past SIZE_MAX - 63 (refused below)

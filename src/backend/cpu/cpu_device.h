@@ -22,6 +22,7 @@ public:
     const DTypeDescriptor *dtype_lookup(DType t) const override;
 
     Pipeline get_pipeline(const std::string &kernel_name) override;
+    bool has_kernel(const std::string &kernel_name) override;
 
     Buffer allocate(size_t bytes) override;
     Buffer upload_weights(const void *host, size_t bytes) override;

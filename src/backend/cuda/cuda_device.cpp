@@ -128,7 +128,8 @@ CudaDevice::CudaDevice(int device_index) : device_(device_index) {
     // AKUNU_CUDA_PREFETCH=0 turns off the float GEMVs' early weight prefetch, AKUNU_CUDA_Q16=0 the
     // integer GEMV, AKUNU_CUDA_PDL_LATE=0 its late release of the next kernel,
     // AKUNU_CUDA_GEMV16=0 its 16-warp blocks, AKUNU_CUDA_Q16_GRID=0 its one-wave grids and
-    // AKUNU_CUDA_EARLY_OUTPUT=0 its early read of an accumulated output,
+    // AKUNU_CUDA_EARLY_OUTPUT=0 its early read of an accumulated output, AKUNU_CUDA_PAIRS=0 the
+    // commands of two weight dtypes (Q/K/V of mixed files: two commands instead),
     // AKUNU_CUDA_SPLIT_K=0 the split K steps of tiled GEMMs over few rows,
     // AKUNU_CUDA_DEQUANT_CUBLAS=0 the quantized prefill GEMMs through cuBLAS (docs/adr/0025);
     // AKUNU_CUDA_ATTN_CLUSTER=1 turns on the cluster merge of decode attention (Hopper; off by
@@ -142,6 +143,7 @@ CudaDevice::CudaDevice(int device_index) : device_(device_index) {
     workspace_.sixteen_warp_gemv = !switched_off("AKUNU_CUDA_GEMV16");
     workspace_.q16_grid_stride = !switched_off("AKUNU_CUDA_Q16_GRID");
     workspace_.early_output = !switched_off("AKUNU_CUDA_EARLY_OUTPUT");
+    pair_kernels_ = !switched_off("AKUNU_CUDA_PAIRS");
     workspace_.split_k = !switched_off("AKUNU_CUDA_SPLIT_K");
     workspace_.dequant_library_gemm = !switched_off("AKUNU_CUDA_DEQUANT_CUBLAS");
     workspace_.clusters = prop.major >= 9 && switched_on("AKUNU_CUDA_ATTN_CLUSTER");
@@ -208,6 +210,11 @@ Pipeline CudaDevice::get_pipeline(const std::string &kernel_name) {
     Pipeline p;
     p.handle = reinterpret_cast<void *>(fn);
     return p;
+}
+
+bool CudaDevice::has_kernel(const std::string &kernel_name) {
+    if (!pair_kernels_ && kernel_name.find('+') != std::string::npos) return false;
+    return find_launcher(kernel_name.c_str()) != nullptr;
 }
 
 // Free device memory as the driver counts it: this process's context, its allocations and every

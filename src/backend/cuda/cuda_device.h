@@ -41,6 +41,8 @@ public:
     const DTypeDescriptor *dtype_lookup(DType t) const override;
 
     Pipeline get_pipeline(const std::string &kernel_name) override;
+    // AKUNU_CUDA_PAIRS=0 hides the pair kernels ("gemm_A+gemm_B") from the table builder (A/B timing).
+    bool has_kernel(const std::string &kernel_name) override;
 
     Buffer allocate(size_t bytes) override;
     Buffer upload_weights(const void *host, size_t bytes) override;
@@ -72,6 +74,7 @@ private:
     cudaStream_t stream_ = nullptr;
     uint32_t *base_position_ = nullptr;  // device: start position of the replay in flight
     bool long_context_ = false;          // of the replay being encoded: LaunchArgs::long_context
+    bool pair_kernels_ = true;           // has_kernel offers the pair kernels
     bool is_long_context(int start_position) const {
         return workspace_.long_context_keys != 0 && (uint32_t)start_position >= workspace_.long_context_keys;
     }

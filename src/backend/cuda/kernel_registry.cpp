@@ -22,6 +22,9 @@ const KernelEntry kKernels[] = {
     {"gemm_" #lower "_g8", launch_gemm_##lower##_g8}, {"embedding_" #lower "_g8", launch_embedding_##lower##_g8},
     AKUNU_CUDA_G8_FORMATS(AKUNU_G8_ENTRIES)
 #undef AKUNU_G8_ENTRIES
+#define AKUNU_G8_PAIR_ENTRIES(a, fa, b, fb) {"gemm_" #a "_g8+gemm_" #b "_g8", launch_gemm_##a##_g8_pair_##b##_g8},
+    AKUNU_CUDA_G8_PAIRS(AKUNU_G8_PAIR_ENTRIES)
+#undef AKUNU_G8_PAIR_ENTRIES
 #define AKUNU_ENTRIES(lower, upper) {"gemm_" #lower, launch_gemm_##lower}, {"embedding_" #lower, launch_embedding_##lower},
     AKUNU_CUDA_KQUANT_FORMATS(AKUNU_ENTRIES)
 #undef AKUNU_ENTRIES

@@ -5,7 +5,7 @@ These reach below akunu.Model into single kernels, commands and counters, for th
 kernel on raw GGUF bytes (dequantize, gemm, ...), one command on a new device of any backend
 (device_gemm, device_attention, device_sample, ...), one kernel as a timed dispatch table
 (bench_gemm_setup, KernelBench, ...), read the CUDA path counters (cuda_q16_handoffs,
-cuda_settled_accumulates, cuda_cublas_gemms), run the loader's MLX conversion (mlx_convert), force
+cuda_settled_accumulates, cuda_cublas_gemms, cuda_pair_gemvs), run the loader's MLX conversion (mlx_convert), force
 the memory the memory plan sees as available (set_available_memory_override /
 clear_available_memory_override) and read the host's available memory from a fake /proc tree
 (host_available_memory). They follow the engine's

@@ -160,6 +160,35 @@ def test_greedy_with_penalty_is_the_penalized_argmax():
     assert ref.device_draws("cpu", logits, [5], cfg, recent=[10, 1, 2], chain=[20, 3])[0] == 10
 
 
+@pytest.mark.parametrize("n", [1, 7, 31, 32, 33, 4096, 49152, 128256])
+def test_argmax_command_is_numpys_first_maximum(n):
+    """The greedy command (argmax_f32, vectorized) returns numpy's first maximum wherever it lies:
+    the ends, a vector's lanes and tail, ties (the lower index wins); NaNs never win unless they
+    are logit 0 (the scalar rule it replaced: x[i] > best, from best = x[0])."""
+    from akunu import _testing
+
+    rng = np.random.default_rng(n)
+    for where in sorted({0, n - 1, n // 2, min(n - 1, 8), min(n - 1, 31), min(n - 1, 32)}):
+        x = rng.standard_normal(n).astype(np.float32)
+        x[where] = 10.0
+        assert _testing.device_argmax("cpu", x) == where
+        other = (where + n // 3 + 1) % n
+        x[other] = 10.0  # a tie
+        assert _testing.device_argmax("cpu", x) == min(where, other)
+        if n > 2:
+            x[(where + 1) % n] = np.nan  # ignored
+            expect = 0 if (where + 1) % n == 0 else min(where, other)
+            assert _testing.device_argmax("cpu", x) == expect
+    assert _testing.device_argmax("cpu", np.full(n, -np.inf, np.float32)) == 0
+    zeros = np.zeros(n, np.float32)
+    zeros[::2] = -0.0
+    assert _testing.device_argmax("cpu", zeros) == 0  # +0 == -0: the first
+    if n > 1:
+        x = rng.standard_normal(n).astype(np.float32)
+        x[0] = np.nan
+        assert _testing.device_argmax("cpu", x) == 0
+
+
 def test_top_k_1_is_argmax():
     logits = _logits(1000, seed=5)
     draws = ref.device_draws("cpu", logits, np.arange(50), dict(temperature=2.0, top_k=1))

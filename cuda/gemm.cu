@@ -251,6 +251,25 @@ auto q16_kernel(int groups, int warps) {
                                                                       : q16_kernel<F, kNorm, 4>(groups);
 }
 
+// Dynamic shared memory of an integer-GEMV block of `warps` warps: their x slices (cuda/gemv_q16.cuh).
+size_t q16_block_smem(uint32_t K, int warps) { return (size_t)warps * q16_warp_bytes(q16_steps(K, warps)); }
+
+// A grid on more than half the GPU's warp slots lets the next kernel launch only after its main
+// loop (the next kernel's early blocks would take room from its own); a smaller one right after the
+// wait, so the next kernel's blocks issue their weight loads meanwhile (the threshold from H100
+// A/Bs: benchmarks/HISTORY.md, 2026-11-23, 590392c).
+bool releases_late(const LaunchArgs &a, unsigned blocks, int warps) {
+    return a.workspace->q16_late_release && blocks * warps * 2 > a.workspace->warp_slots;
+}
+
+// The input row of a decode GEMV command, for a producer offering it quantized (Q16Handoff).
+void describe_input_row(const LaunchArgs &a, const float **row, uint32_t *len, const float **norm_w) {
+    const GemmParams &p = params_of<GemmParams>(a);
+    *row = reinterpret_cast<const float *>(a.buffers[0]);
+    *len = p.K;
+    *norm_w = p.input_op == kGemmInputRMSNorm ? reinterpret_cast<const float *>(a.buffers[2 + p.n_parts]) : nullptr;
+}
+
 // How a decode GEMV over the g8 layout runs (launch_gemv_g8 explains the choices).
 struct G8Plan {
     bool two = false, wide = false;
@@ -272,7 +291,7 @@ G8Plan plan_gemv_g8(const LaunchArgs &a, const GemmParams &p, uint32_t total_gro
     g.items = gated ? g8_groups(p.N[0]) : g.two ? ceil_div_u(total_groups, 2) : total_groups;
     g.warps = g.wide ? 8 : 4;
     g.blocks = g.items;
-    const auto q16_smem = [&](int w) { return (size_t)w * q16_warp_bytes(q16_steps(p.K, w)); };
+    const auto q16_smem = [&](int w) { return q16_block_smem(p.K, w); };
     if (!a.workspace->integer_gemv || p.K < 32u * 4 * g.warps || q16_smem(g.warps) > 48 * 1024) return g;
     g.integer = true;
     if (g.wide && a.workspace->sixteen_warp_gemv && g.items * 8u < 32u * sm_count && p.K >= 32u * 4 * 16 &&
@@ -317,8 +336,7 @@ bool can_hand_off(const LaunchArgs &a, const GemmParams &p, const GemmLaunch &l,
     int per_sm = 0;
     auto k4 = q16_kernel<F, false>(4, g.warps);
     const bool fits = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k4, g.warps * 32,
-                                                                    (size_t)g.warps * q16_warp_bytes(q16_steps(p.K, g.warps))) ==
-                          cudaSuccess &&
+                                                                    q16_block_smem(p.K, g.warps)) == cudaSuccess &&
                       ceil_div_u(l.total_groups, 4) <= (unsigned)per_sm * (unsigned)a.workspace->sm_count;
     cudaGetLastError();
     return fits;
@@ -353,7 +371,7 @@ void launch_gemv_g8(const LaunchArgs &a, const GemmLaunch &l) {
     const unsigned items = g.items;
     if (a.q16_in && !g.integer) throw AkunuError("internal: a quantized input handed to a GEMV that cannot read it");
     if (g.integer) {
-        const size_t smem = (size_t)warps * q16_warp_bytes(q16_steps(p.K, warps));
+        const size_t smem = q16_block_smem(p.K, warps);
         const bool hand_off = !kNorm && can_hand_off<F>(a, p, l, g), gated_off = gated_hand_off(a, p, l, g);
         const bool produces = hand_off || gated_off;
         const int groups = hand_off ? 4 : two ? 2 : 1;
@@ -361,13 +379,8 @@ void launch_gemv_g8(const LaunchArgs &a, const GemmLaunch &l) {
         // A gated handoff walks runs of 4 consecutive items (32 outputs) per block.
         const unsigned per_block = gated_off ? g.per_block : 0;
         const unsigned blocks = hand_off ? ceil_div_u(l.total_groups, 4) : gated_off ? ceil_div_u(items, per_block) : g.blocks;
-        // A grid on more than half the GPU's warp slots lets the next kernel launch only after its
-        // main loop (the next kernel's early blocks would take room from its own); a smaller one right
-        // after the wait, so the next kernel's blocks issue their weight loads meanwhile (the
-        // threshold from H100 A/Bs: benchmarks/HISTORY.md, 2026-11-23, 590392c).
-        const bool late_release = a.workspace->q16_late_release && blocks * warps * 2 > a.workspace->warp_slots;
         launch_pdl(q16, blocks, warps * 32, smem, a, l.x, l.y, l.w, p, l.total_groups, hand_off ? blocks : items,
-                   l.norm_w, late_release, static_cast<const XQ16Chunk *>(a.q16_in),
+                   l.norm_w, releases_late(a, blocks, warps), static_cast<const XQ16Chunk *>(a.q16_in),
                    produces ? static_cast<XQ16Chunk *>(a.q16_out.chunks) : nullptr,
                    produces ? a.q16_out.norm_w : nullptr, per_block, a.output_settled && a.workspace->early_output);
         if (produces) *a.q16_out.written = true;
@@ -469,14 +482,13 @@ void launch_pair_gemv(const LaunchArgs &a, const GemmLaunch &l, const PairHalves
     const uint32_t items1 = g.two ? ceil_div_u(h.groups[0], 2) : h.groups[0];
     const uint32_t items2 = g.two ? ceil_div_u(h.groups[1], 2) : h.groups[1];
     const unsigned blocks = items1 + items2;
-    const size_t smem = (size_t)g.warps * q16_warp_bytes(q16_steps(p.K, g.warps));
-    const bool late_release = a.workspace->q16_late_release && blocks * g.warps * 2 > a.workspace->warp_slots;
+    const size_t smem = q16_block_smem(p.K, g.warps);
     const auto kernel = g.two ? (g.warps == 16 ? gemv_g8_q16_pair_kernel<F1, F2, 2, 16, kNorm>
                                                : gemv_g8_q16_pair_kernel<F1, F2, 2, 8, kNorm>)
                               : (g.warps == 16 ? gemv_g8_q16_pair_kernel<F1, F2, 1, 16, kNorm>
                                                : gemv_g8_q16_pair_kernel<F1, F2, 1, 8, kNorm>);
     launch_pdl(kernel, blocks, g.warps * 32, smem, a, l.x, l.y, h.w[0], h.p[0], h.w[1], h.p[1], h.groups[0],
-               h.groups[1], items1, l.norm_w, late_release, static_cast<const XQ16Chunk *>(a.q16_in));
+               h.groups[1], items1, l.norm_w, releases_late(a, blocks, g.warps), static_cast<const XQ16Chunk *>(a.q16_in));
     ++g_pair_gemvs;
 }
 
@@ -527,9 +539,7 @@ bool takes_q16_input(const LaunchArgs &a, const float **row, uint32_t *len, cons
     const bool norm = p.input_op == kGemmInputRMSNorm;
     const G8Plan g = norm ? plan_gemv_g8<F, true>(a, p, total_groups) : plan_gemv_g8<F, false>(a, p, total_groups);
     if (!g.integer) return false;
-    *row = reinterpret_cast<const float *>(a.buffers[0]);
-    *len = p.K;
-    *norm_w = norm ? reinterpret_cast<const float *>(a.buffers[2 + p.n_parts]) : nullptr;
+    describe_input_row(a, row, len, norm_w);
     return true;
 }
 
@@ -542,11 +552,10 @@ bool pair_takes_q16_input(const LaunchArgs &a, const float **row, uint32_t *len,
         return false;
     const PairHalves h(a);
     G8Plan g;
-    const bool norm = p.input_op == kGemmInputRMSNorm;
-    if (norm ? pair_in_one_launch<F1, true>(a, h, &g) : pair_in_one_launch<F1, false>(a, h, &g)) {
-        *row = reinterpret_cast<const float *>(a.buffers[0]);
-        *len = p.K;
-        *norm_w = norm ? reinterpret_cast<const float *>(a.buffers[2 + p.n_parts]) : nullptr;
+    const bool one_launch = p.input_op == kGemmInputRMSNorm ? pair_in_one_launch<F1, true>(a, h, &g)
+                                                            : pair_in_one_launch<F1, false>(a, h, &g);
+    if (one_launch) {
+        describe_input_row(a, row, len, norm_w);
         return true;
     }
     return takes_q16_input<F1>(h.a[0], row, len, norm_w) && takes_q16_input<F2>(h.a[1], row, len, norm_w);

@@ -182,7 +182,12 @@ __global__ void __launch_bounds__(kWarps * 32)
             const float *src = q_all + (size_t)(head0 + r) * HD;
             if constexpr (kRope) {
                 rotate_head<Pairs, kDpl>(x, src, ri.q_norm, ri, cs, HD, p.scale, pro.stash[warp]);
-            } else {
+                if constexpr (kQ8) {  // into the keys' Hadamard basis (kv_cache_q8.h), as rope_kv_q8_kernel does
+                    hadamard_row_warp<kDpl>(x);
+#pragma unroll
+                    for (int i = 0; i < kDpl; ++i) x[i] *= kKVQ8QueryScale;
+                }
+            } else {  // the Q8_0 cache's queries are in the keys' basis already (rope_kv_q8_kernel)
 #pragma unroll
                 for (int i = 0; i < kDpl; ++i) x[i] = src[lane * kDpl + i] * p.scale;
             }
@@ -211,6 +216,7 @@ __global__ void __launch_bounds__(kWarps * 32)
             if constexpr (kQ8) {  // K by warp 0, V by warp 1, each a row's blocks at once
                 if (warp == 0) {
                     rotate_head<Pairs, kDpl>(x, k_head, ri.k_norm, ri, cs, HD, 1.f, pro.stash[0]);
+                    hadamard_row_warp<kDpl>(x);
                     quantize_row_q8_warp<kDpl>(x, Kq.row_values(kv_head, row, p.max_seq, HD),
                                                Kq.row_scales(kv_head, row, p.max_seq, HD));
                 } else if (warp == 1) {

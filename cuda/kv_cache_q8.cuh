@@ -1,6 +1,6 @@
 // The Q8_0 KV cache on the GPU (layout and reference math: core/kv_cache_q8.h): the planes of one
-// layer's K or V buffer, a warp's quantization of a 32-element block (bit for bit the host
-// reference), and the dequantization of staged values into the f16 tiles that the tensor-core
+// layer's K or V buffer, a warp's Hadamard transform of a key or query block and its quantization
+// of a 32-element block (bit for bit the host reference), and the dequantization of staged values into the f16 tiles that the tensor-core
 // attention kernels read with ldmatrix.
 //
 // Why dequantize into shared memory rather than into the mma fragments: the P V product takes V
@@ -43,6 +43,44 @@ struct Q8Planes {
         return scales + kv_row(kv_head, row, max_seq) * (head_dim / kKVQ8Block);
     }
 };
+
+// kv_cache_q8.h's Hadamard transform of the 32-element block a warp holds, element i in lane i: at
+// stage h the lane with bit h clear holds x[i] + x[i + h], its partner x[i] - x[i + h] (the same
+// float additions as hadamard_kv_block, so the same bits).
+__device__ __forceinline__ float hadamard_block_warp(float x) {
+    const uint32_t lane = threadIdx.x & 31;
+#pragma unroll
+    for (uint32_t h = 1; h < kKVQ8Block; h <<= 1) {
+        const float other = __shfl_xor_sync(0xffffffffu, x, h);
+        x = (lane & h) ? other - x : x + other;
+    }
+    return x;
+}
+
+// The same over a row a warp holds kDpl consecutive elements a lane (a block in 32 / kDpl lanes):
+// the stages below kDpl within a lane's registers, the others across lanes.
+template <int kDpl>
+__device__ __forceinline__ void hadamard_row_warp(float (&x)[kDpl]) {
+    const uint32_t lane = threadIdx.x & 31;
+#pragma unroll
+    for (int h = 1; h < kDpl; h <<= 1)
+#pragma unroll
+        for (int i = 0; i < kDpl; ++i)
+            if ((i & h) == 0) {
+                const float a = x[i], b = x[i + h];
+                x[i] = a + b;
+                x[i + h] = a - b;
+            }
+#pragma unroll
+    for (uint32_t h = kDpl; h < kKVQ8Block; h <<= 1) {
+        const uint32_t lane_bit = h / kDpl;
+#pragma unroll
+        for (int i = 0; i < kDpl; ++i) {
+            const float other = __shfl_xor_sync(0xffffffffu, x[i], lane_bit);
+            x[i] = (lane & lane_bit) ? other - x[i] : x[i] + other;
+        }
+    }
+}
 
 // Lane i of a warp holds element i of a 32-element block: writes q[i] and (lane 0) the block's
 // scale, as quantize_kv_block_q8 does on the host (IEEE division and multiply, roundf's ties away

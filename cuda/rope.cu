@@ -64,8 +64,9 @@ void launch_rope(const LaunchArgs &a, const char *name) {
 }
 
 // The Q8_0 cache's variant: a warp per head of a row (Q heads, then K heads, then V heads). A Q or
-// K head is rotated in place, its pairs spread over the lanes; a K or V head is then quantized
-// 32 dims at a time (a block's amax is a warp reduction), the rotated K read back from qkv.
+// K head is rotated in place, its pairs spread over the lanes; a Q head is then taken into the
+// keys' Hadamard basis in place, a K head (read back from qkv, transformed) or V head quantized 32
+// dims at a time (a block's amax is a warp reduction).
 template <class Pairs>
 __global__ void rope_kv_q8_kernel(float *__restrict__ qkv, void *__restrict__ k_cache, void *__restrict__ v_cache,
                                   const float *__restrict__ inv_freq, const __grid_constant__ RopeKVParams p,
@@ -87,13 +88,20 @@ __global__ void rope_kv_q8_kernel(float *__restrict__ qkv, void *__restrict__ k_
         }
         __syncwarp();  // the rotated dims, read below by other lanes
     }
-    if (head < p.n_heads) return;
+    if (head < p.n_heads) {  // a query, left in the keys' Hadamard basis (kv_cache_q8.h)
+        for (uint32_t b = 0; b < hd / 32; ++b)
+            x[32 * b + lane] = hadamard_block_warp(x[32 * b + lane]) * kKVQ8QueryScale;
+        return;
+    }
     const bool is_k = head < p.n_heads + p.n_kv_heads;
     const uint32_t kv_head = head - p.n_heads - (is_k ? 0 : p.n_kv_heads), row = kv_cache_row(pos, p.max_seq);
     const Q8Planes planes(is_k ? k_cache : v_cache, p.n_kv_heads, p.max_seq, hd);
     int8_t *q = planes.row_values(kv_head, row, p.max_seq, hd);
     __half *d = planes.row_scales(kv_head, row, p.max_seq, hd);
-    for (uint32_t b = 0; b < hd / 32; ++b) quantize_block_q8_warp(x[32 * b + lane], q + 32 * b, d + b);
+    for (uint32_t b = 0; b < hd / 32; ++b) {  // a key in its Hadamard basis; qkv keeps the RoPE'd row
+        const float value = is_k ? hadamard_block_warp(x[32 * b + lane]) : x[32 * b + lane];
+        quantize_block_q8_warp(value, q + 32 * b, d + b);
+    }
 }
 
 template <class Pairs>

@@ -184,7 +184,8 @@ inline void stash_head(device const float *src, device const float *norm_w, bool
 
 // The decode attention that does the RoPE + KV-write command's work itself (RopeAttentionParams):
 // query head h, one query row at `position`. Its query and the token's own key come from qkv
-// (QK-norm, then RoPE, as the separate commands do); qkv stays as it was. The token's key and
+// (QK-norm, then RoPE, and for the Q8_0 cache the keys' Hadamard basis, as the separate commands
+// do); qkv stays as it was. The token's key and
 // value are rounded to what the cache holds, appended to the cache by the group of the first query
 // head of their KV head, and attended from registers: the groups of one dispatch may run at once,
 // so no group reads the cache row another is writing; the older rows it reads no group writes.
@@ -221,6 +222,7 @@ inline void attention_rope_unit(device const float *qkv, device uchar *k_cache, 
             own_k[i] = d < hd ? rotated_dim<Pairs>(stash_k, d, rp.rope_dim, position, inv_freq) : 0.0f;
             own_v[i] = d < hd ? v_src[d] : 0.0f;
         }
+        Cache::to_key_basis(own_k, hd, lane);
         const bool appends = h % group_heads == 0;
         const uint own_row = position % p.max_seq;
         Cache::store_row(own_k, k_cache, g, kv_head, own_row, lane, appends);
@@ -233,6 +235,7 @@ inline void attention_rope_unit(device const float *qkv, device uchar *k_cache, 
         const uint d = lane + AKUNU_SIMD_WIDTH * i;
         q[i] = d < hd ? q_rotated[d] : 0.0f;
     }
+    Cache::to_query_basis(q, hd, lane);
     OnlineSoftmax st;
     st.start();
     const uint n_cached = keys.n_ctx - keys.first - (has_own ? 1 : 0);

@@ -11,6 +11,9 @@
 //   Cache::store_row(x, cache, geometry, kv_head, row, lane, write)
 //       rounds the SIMD group's row x to what the cache holds (x keeps the rounded values) and,
 //       when `write`, stores it at cache row `row`
+//   Cache::keys_in_hadamard_basis(), to_key_basis(x, head_dim, lane), to_query_basis(...)
+//       the basis the cache keeps keys in, and a SIMD group's key or query row taken into it
+//       (the Q8_0 cache's Hadamard basis, src/core/kv_cache_q8.h; F16: as they are)
 #pragma once
 #include "common.h"
 
@@ -45,6 +48,10 @@ struct KVCacheF16 {
         h.head_dim = g.head_dim;
         return h;
     }
+
+    static bool keys_in_hadamard_basis() { return false; }
+    static void to_key_basis(thread float *, uint, uint) {}
+    static void to_query_basis(thread float *, uint, uint) {}
 
     static void store_row(thread float *x, device uchar *cache, KVGeometry g, uint kv_head, uint row, uint lane,
                           bool write) {
@@ -81,6 +88,23 @@ struct KVCacheQ8 {
         h.scales = (device const half *)(cache + scales_offset(g)) + first_row * (g.head_dim / kKVQ8BlockDims);
         h.head_dim = g.head_dim;
         return h;
+    }
+
+    // Keys in their Hadamard basis (kv_cache_q8.h's hadamard_kv_block): block i is register i of the
+    // SIMD group, element `lane`; at stage h the lane with bit h clear holds x[e] + x[e + h], its
+    // partner x[e] - x[e + h], the same float additions as the host's, so the same bits. Queries
+    // the same, times 1/32 (exact).
+    static bool keys_in_hadamard_basis() { return true; }
+    static void to_key_basis(thread float *x, uint head_dim, uint lane) {
+        for (uint i = 0; i < head_dim / kKVQ8BlockDims; ++i)
+            for (ushort h = 1; h < kKVQ8BlockDims; h <<= 1) {
+                const float other = simd_shuffle_xor(x[i], h);
+                x[i] = (lane & h) ? other - x[i] : x[i] + other;
+            }
+    }
+    static void to_query_basis(thread float *x, uint head_dim, uint lane) {
+        to_key_basis(x, head_dim, lane);
+        for (uint i = 0; i < head_dim / kKVQ8BlockDims; ++i) x[i] *= 1.0f / 32.0f;
     }
 
     // Each block exactly as kv_cache_q8.h's quantize_kv_block_q8 (ggml's reference): d = amax / 127,

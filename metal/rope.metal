@@ -1,7 +1,8 @@
 // RoPE + KV-cache append (the CPU's src/backend/cpu/rope.cpp, the CUDA cuda/rope.cu): one
 // threadgroup per token row. The threads rotate the row's Q and K heads in qkv in place, a thread
-// per rotation pair; then each SIMD group stores whole K and V heads at the token's cache row
-// (position % max_seq). Threads per group: a multiple of 32.
+// per rotation pair; then (Q8_0 cache) SIMD groups take the Q heads into the keys' Hadamard basis
+// in place, and each SIMD group stores whole K and V heads at the token's cache row (position %
+// max_seq). Threads per group: a multiple of 32.
 #include "common.h"
 #include "kv_cache.h"
 #include "rope_pairs.h"
@@ -29,6 +30,14 @@ inline void rope_kv_write_row(device float *qkv, device uchar *k_cache, device u
     device const float *k = row + p.n_heads * p.head_dim;
     device const float *v = k + p.n_kv_heads * p.head_dim;
     const uint n_simd = n_threads / AKUNU_SIMD_WIDTH;
+    if (Cache::keys_in_hadamard_basis())  // the queries into the keys' basis, in place
+        for (uint h = simd_index; h < p.n_heads; h += n_simd) {
+            device float *q = row + h * p.head_dim;
+            float x[kKVMaxDimsPerLane];
+            for (uint i = 0; i < kv_dims_per_lane(p.head_dim); ++i) x[i] = q[simd_lane + AKUNU_SIMD_WIDTH * i];
+            Cache::to_query_basis(x, p.head_dim, simd_lane);
+            for (uint i = 0; i < kv_dims_per_lane(p.head_dim); ++i) q[simd_lane + AKUNU_SIMD_WIDTH * i] = x[i];
+        }
     for (uint h = simd_index; h < 2 * p.n_kv_heads; h += n_simd) {  // K heads, then V heads
         const bool is_v = h >= p.n_kv_heads;
         const uint kv_head = is_v ? h - p.n_kv_heads : h;
@@ -38,6 +47,7 @@ inline void rope_kv_write_row(device float *qkv, device uchar *k_cache, device u
             const uint d = simd_lane + AKUNU_SIMD_WIDTH * i;
             x[i] = d < p.head_dim ? src[d] : 0.0f;
         }
+        if (!is_v) Cache::to_key_basis(x, p.head_dim, simd_lane);  // qkv keeps the RoPE'd row
         Cache::store_row(x, is_v ? v_cache : k_cache, g, kv_head, cache_row, simd_lane, true);
     }
 }

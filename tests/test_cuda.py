@@ -377,9 +377,10 @@ def _rope_kv_write(backend, k_rows, v_rows, n_heads, n_kv_heads, head_dim, max_s
 @pytest.mark.parametrize("head_dim, rope_dim, neox", [(64, 0, True), (128, 0, False), (32, 0, True), (64, 64, True),
                                                      (128, 96, False), (128, 128, True)])
 def test_q8_kv_write_matches_cpu(head_dim, rope_dim, neox):
-    """Unrotated rows (rope_dim 0: the V path and K past rope_dim) quantize to the CPU's bytes
-    exactly, ties at .5 and subnormal scales included; rotated K rows may differ only where the
-    GPU's rotation (fused multiply-adds) moved a value across a rounding boundary."""
+    """Rows RoPE does not touch (rope_dim 0: V, and K past rope_dim, which the GPU takes into the
+    keys' Hadamard basis with the CPU's float additions) quantize to the CPU's bytes exactly, ties at
+    .5 and subnormal scales included; rotated K rows may differ only where the GPU's rotation
+    (fused multiply-adds) moved a value across a rounding boundary."""
     n_heads, n_kv_heads, max_seq, position, rows = 4, 2, 40, 5, 9
     rng = np.random.default_rng(head_dim + rope_dim)
     k_rows = kvq.hard_rows(rng, rows * n_kv_heads, head_dim)

@@ -5,9 +5,10 @@ Kernel level, through the test seams in akunu._testing (src/python/bind_testing_
                                 position, inv_freq, neox) -> (qkv rotated, k_cache bytes, v_cache bytes)
   _testing.device_attention(backend, kv_cache_dtype, q, k_cache, v_cache, n_heads, n_kv_heads, head_dim, max_seq,
                             position, scale, window, softcap) -> out
-the cache written by the q8 RoPE + KV-write kernels is gguf-py's Q8_0 of the rotated K and V rows
-byte for byte, the attention kernel dequantizes it exactly as gguf-py does, and attention over it
-matches a float64 reference on the dequantized cache.
+the cache written by the q8 RoPE + KV-write kernels is gguf-py's Q8_0 of the RoPE-rotated V rows and
+of the K rows taken into the Hadamard basis of kv_cache_q8.h (docs/adr/0031), byte for byte; the
+queries come out in the same basis, the attention kernel dequantizes the cache exactly as gguf-py
+does, and attention over it matches a float64 reference on the dequantized cache.
 
 Model level: the Q8_0 cache against the F16 cache on SmolLM2 over ~4096 tokens of real English,
 on tiny Gemma 2 / Gemma 3 / Mistral models (sliding windows, soft-capped scores), and the API.
@@ -68,6 +69,39 @@ def inv_freq(rope_dim: int, theta: float = 10000.0) -> np.ndarray:
     return (1.0 / theta ** (np.arange(0, rope_dim, 2, dtype=np.float64) / rope_dim)).astype(np.float32)
 
 
+def hadamard_blocks(x: np.ndarray) -> np.ndarray:
+    """kv_cache_q8.h's key transform of float32 rows: each 32-dim block through the unnormalized
+    Walsh-Hadamard butterflies, stage h = 1, 2, 4, 8, 16, (x[i], x[i + h]) <- (x[i] + x[i + h],
+    x[i] - x[i + h]), in float32 as the kernels do (so byte comparisons hold)."""
+    b = np.array(x, np.float32).reshape(*x.shape[:-1], -1, BLOCK)
+    h = 1
+    while h < BLOCK:
+        pairs = b.reshape(*b.shape[:-1], BLOCK // (2 * h), 2, h)
+        low, high = pairs[..., 0, :].copy(), pairs[..., 1, :].copy()
+        pairs[..., 0, :], pairs[..., 1, :] = low + high, low - high
+        h *= 2
+    return b.reshape(x.shape)
+
+
+def sylvester_hadamard(n: int) -> np.ndarray:
+    H = np.ones((1, 1))
+    while H.shape[0] < n:
+        H = np.block([[H, H], [H, -H]])
+    return H
+
+
+def test_hadamard_butterflies_are_the_hadamard_transform():
+    """The butterflies above are x @ H32 (Sylvester's +-1 matrix, symmetric, H H = 32 I): the basis
+    change that leaves every q . k unchanged once q is also transformed and scaled by 1/32."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((5, 96)).astype(np.float32)
+    H = sylvester_hadamard(BLOCK)
+    expect = (x.astype(np.float64).reshape(5, 3, BLOCK) @ H).reshape(5, 96)
+    assert np.allclose(hadamard_blocks(x), expect, rtol=1e-6, atol=1e-5)
+    q = rng.standard_normal(96).astype(np.float32)
+    assert np.isclose(hadamard_blocks(q) @ hadamard_blocks(x).T / BLOCK, q @ x.T, rtol=1e-5).all()
+
+
 def hard_rows(rng, n_rows: int, head_dim: int) -> np.ndarray:
     """Random rows whose blocks include the cases that decide bit-exactness: all zeros, ties at .5
     (amax 127 gives d = 1, so x.5 must round away from zero), tiny values (subnormal fp16 scales),
@@ -103,13 +137,16 @@ def test_q8_write_is_gguf_q8_0_byte_for_byte(head_dim, rope_dim):
     rotated, k_raw, v_raw = write_cache("q8_0", k_rows, v_rows, n_heads, n_kv_heads, head_dim, max_seq, position,
                                         rope_dim)
     rotated_f16, _, _ = write_cache("f16", k_rows, v_rows, n_heads, n_kv_heads, head_dim, max_seq, position, rope_dim)
-    assert np.array_equal(rotated, rotated_f16), "both caches take the same rotation"
     q_dim, kv_dim = n_heads * head_dim, n_kv_heads * head_dim
-    for raw, start in ((k_raw, q_dim), (v_raw, q_dim + kv_dim)):
+    # Both caches take the same RoPE; the Q8_0 one then leaves the queries in the keys' basis (times
+    # 1/32, exact) and the K and V rows in qkv as RoPE left them.
+    assert np.array_equal(rotated[:, :q_dim], hadamard_blocks(rotated_f16[:, :q_dim]) * np.float32(1 / BLOCK))
+    assert np.array_equal(rotated[:, q_dim:], rotated_f16[:, q_dim:])
+    for raw, start, basis in ((k_raw, q_dim, hadamard_blocks), (v_raw, q_dim + kv_dim, lambda x: x)):
         values, scales = q8_planes(raw, n_kv_heads, max_seq, head_dim)
         for r in range(rows):
             for h in range(n_kv_heads):
-                x = rotated[r, start + h * head_dim:start + (h + 1) * head_dim]
+                x = basis(rotated_f16[r, start + h * head_dim:start + (h + 1) * head_dim])
                 expect = gguf.quants.quantize(x.reshape(1, -1), Q8_0).reshape(-1)
                 got = as_gguf_blocks(values[h, position + r], scales[h, position + r])
                 assert np.array_equal(got, expect), f"row {r} head {h}: differs from gguf-py's Q8_0"
@@ -118,6 +155,31 @@ def test_q8_write_is_gguf_q8_0_byte_for_byte(head_dim, rope_dim):
         untouched = np.ones(max_seq, bool)
         untouched[position:position + rows] = False
         assert not values[:, untouched].any() and not scales[:, untouched].any(), "only the rows' positions are written"
+
+
+def test_q8_write_and_attention_give_the_scores_of_the_unrotated_keys():
+    """RoPE + KV-write then attention, both Q8_0, for the last 16 of 48 tokens, against float64
+    attention of the RoPE-rotated q, K and V as they were before quantization: the basis change
+    cancels, and what is left is Q8_0's rounding, a fraction of the plain Q8_0 keys' on keys with an
+    outlier dim (measured over seeds 0-9: RMS error 0.23-0.33x plain Q8_0's)."""
+    n_heads, n_kv_heads, head_dim, max_seq, n_tokens, rows = 4, 2, 64, 48, 48, 16
+    rng = np.random.default_rng(0)
+    k_rows = rng.standard_normal((n_tokens * n_kv_heads, head_dim)).astype(np.float32)
+    k_rows[:, 7] *= 30.0  # an outlier dim, as real keys have
+    v_rows = rng.standard_normal((n_tokens * n_kv_heads, head_dim)).astype(np.float32)
+    rotated, k_raw, v_raw = write_cache("q8_0", k_rows, v_rows, n_heads, n_kv_heads, head_dim, max_seq, 0, head_dim)
+    rotated_f16, _, _ = write_cache("f16", k_rows, v_rows, n_heads, n_kv_heads, head_dim, max_seq, 0, head_dim)
+    q_dim, kv_dim, position = n_heads * head_dim, n_kv_heads * head_dim, n_tokens - rows
+    got = _testing.device_attention("cpu", "q8_0", np.ascontiguousarray(rotated[-rows:, :q_dim]), k_raw, v_raw,
+                                    n_heads, n_kv_heads, head_dim, max_seq, position, 0.125)
+    K, V = (rotated_f16[:, q_dim + i * kv_dim:q_dim + (i + 1) * kv_dim].reshape(n_tokens, n_kv_heads, head_dim)
+            .swapaxes(0, 1) for i in (0, 1))
+    q_f16 = rotated_f16[-rows:, :q_dim]
+    exact = reference_attention(q_f16, K, V, n_heads, n_kv_heads, position, 0.125, 0, 0.0)
+    plain_K, plain_V = (gguf.quants.dequantize(gguf.quants.quantize(x, Q8_0), Q8_0) for x in (K, V))
+    plain = reference_attention(q_f16, plain_K, plain_V, n_heads, n_kv_heads, position, 0.125, 0, 0.0)
+    rms, plain_rms = np.sqrt(np.mean((got - exact) ** 2)), np.sqrt(np.mean((plain - exact) ** 2))
+    assert rms < 0.5 * plain_rms, f"keys in the Hadamard basis: RMS error {rms:.2e}; plain Q8_0 keys {plain_rms:.2e}"
 
 
 def test_q8_attention_dequantizes_exactly_like_gguf():
@@ -165,9 +227,10 @@ def test_attention_matches_reference_on_the_dequantized_cache(kv_cache_dtype, he
     if kv_cache_dtype == "q8_0":
         K = dequantized_planes(*q8_planes(k_raw, n_kv_heads, max_seq, head_dim))
         V = dequantized_planes(*q8_planes(v_raw, n_kv_heads, max_seq, head_dim))
-        # The cache holds gguf-py's Q8_0 of the rows: attention error is float rounding on top of it.
+        # The cache holds gguf-py's Q8_0 of the rows (the keys in their Hadamard basis): attention
+        # error is float rounding on top of it. The queries here are random rows of that basis.
         assert np.array_equal(K[:, :n_cached], gguf.quants.dequantize(gguf.quants.quantize(
-            k_rows.reshape(n_cached, n_kv_heads, head_dim).swapaxes(0, 1), Q8_0), Q8_0))
+            hadamard_blocks(k_rows).reshape(n_cached, n_kv_heads, head_dim).swapaxes(0, 1), Q8_0), Q8_0))
     else:
         K = np.frombuffer(k_raw, np.float16).reshape(n_kv_heads, max_seq, head_dim).astype(np.float32)
         V = np.frombuffer(v_raw, np.float16).reshape(n_kv_heads, max_seq, head_dim).astype(np.float32)
@@ -300,10 +363,10 @@ def chunked_kl_and_margin(ref: np.ndarray, got: np.ndarray, rows: int = 256):
 
 def test_q8_cache_quality_on_smollm2_long_context(smollm2_f16, smollm2_q8):
     """Teacher-forced logits of ~4096 tokens of standard-library docstrings, Q8_0 cache against
-    F16 cache. Bars: mean KL <= 2e-3; argmax agreement >= 98 % overall and >= 99.9 % where the F16
-    prediction leads by >= 0.5 logit. (Q8_0 itself flips near-ties: transformers running the same
-    GGUF with its K/V fake-quantized to Q8_0 agrees with its F16-K/V run on 98.9 % of these
-    positions, so an overall bar of 99 % would fail any exact Q8_0 cache; see ADR 0011.)"""
+    F16 cache: issue 31's bars, mean KL <= 2e-3 and argmax agreement >= 99 %, and >= 99.9 % where the
+    F16 prediction leads by >= 0.5 logit. Measured (docs/adr/0031): 99.34 %, mean KL 2.6e-4 with the
+    keys in their Hadamard basis; 98.85 %, 5.6e-4 with plain Q8_0 keys, which would fail the 99 %
+    (transformers with its K/V fake-quantized the same two ways: 99.27 % and 99.05 %)."""
     ids = smollm2_f16.tokenizer.encode(long_english_text(), add_special=True)[:LONG_TOKENS]
     assert len(ids) == LONG_TOKENS, len(ids)
     f16 = smollm2_f16.logits(ids)
@@ -317,7 +380,7 @@ def test_q8_cache_quality_on_smollm2_long_context(smollm2_f16, smollm2_q8):
                 f">= 0.5 ({confident.sum()} positions), mean KL {kl.mean():.3e}, max KL {kl.max():.3e}")
     print(measured)
     assert kl.mean() <= 2e-3, measured
-    assert agree.mean() >= 0.98, measured
+    assert agree.mean() >= 0.99, measured
     assert agree[confident].mean() >= 0.999, measured
 
 
@@ -334,19 +397,27 @@ WINDOWED = {
 }
 
 
-def fake_q8_0(x, interleaved: bool):
-    """torch K or V [..., head_dim] through Q8_0 and back, blocks of 32 taken in the cache's element
-    order: for interleaved RoPE the GGUF's permuted order (element j of the cache row is HF's
-    j // 2 + (j % 2) * head_dim / 2), which transformers un-permutes."""
+def fake_q8_0(x, interleaved: bool, keys: bool):
+    """torch K or V [..., head_dim] through the Q8_0 cache and back, blocks of 32 taken in the cache's
+    element order: for interleaved RoPE the GGUF's permuted order (element j of the cache row is HF's
+    j // 2 + (j % 2) * head_dim / 2), which transformers un-permutes. Keys are quantized in the
+    Hadamard basis (x @ H32 per block, back with H32 / 32: Sylvester's matrix, not the kernels'
+    butterflies)."""
     import torch
 
     hd = x.shape[-1]
     order = torch.tensor([j // 2 + (j % 2) * (hd // 2) for j in range(hd)]) if interleaved else torch.arange(hd)
     blocks = x[..., order].float().reshape(*x.shape[:-1], hd // BLOCK, BLOCK)
+    H = torch.tensor(sylvester_hadamard(BLOCK), dtype=torch.float32)
+    if keys:
+        blocks = blocks @ H
     d = blocks.abs().amax(-1, keepdim=True) / 127
     q = torch.round(blocks * torch.where(d == 0, torch.zeros_like(d), 1 / d))
+    blocks = d.half().float() * q
+    if keys:
+        blocks = blocks @ H / BLOCK
     out = torch.empty_like(x, dtype=torch.float32)
-    out[..., order] = (d.half().float() * q).reshape(*x.shape[:-1], hd)
+    out[..., order] = blocks.reshape(*x.shape[:-1], hd)
     return out
 
 
@@ -358,7 +429,8 @@ def q8_reference_logits(spec, path, tokens) -> np.ndarray:
     interleaved = spec.family in gw.PERMUTED_QK  # converted by LlamaModel: Q/K permuted
 
     def q8_attention(attn, query, key, value, *args, **kwargs):
-        return eager(attn, query, fake_q8_0(key, interleaved), fake_q8_0(value, False), *args, **kwargs)
+        return eager(attn, query, fake_q8_0(key, interleaved, keys=True), fake_q8_0(value, False, keys=False), *args,
+                     **kwargs)
 
     module.eager_attention_forward = q8_attention
     try:

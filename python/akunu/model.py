@@ -77,7 +77,8 @@ class Model:
       4096). Beyond the trained context it is allowed, with a ContextLengthWarning.
     - threads: CPU worker threads (default: one per hardware thread).
     - kv_cache_dtype: "f16" (default) or "q8_0": keys and values as 8-bit blocks of 32 with an fp16
-      scale (llama.cpp's Q8_0), about half the cache memory; needs head_dim a multiple of 32.
+      scale (llama.cpp's Q8_0; keys in a Hadamard basis, which halves the rounding error of the
+      scores), about half the cache memory; needs head_dim a multiple of 32.
     - chat_template: a Jinja2 chat template for chat() / format_chat() in place of the model's
       (ValueError if it does not render a conversation). Without it: the GGUF's
       tokenizer.chat_template or the checkpoint's, else the built-in template of the model's

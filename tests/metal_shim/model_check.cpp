@@ -136,8 +136,23 @@ int run_model_check(const std::string &path, const std::string &kv) {
     sampled.presence_penalty = 0.1f;
     sampled.seed = 1234;
     sampled.max_tokens = 20;
-    std::printf("sampled_cpu %s\n", join(generate(*cpu, short_prompt, sampled)).c_str());
+    const std::vector<int32_t> sampled_cpu = generate(*cpu, short_prompt, sampled);
+    std::printf("sampled_cpu %s\n", join(sampled_cpu).c_str());
     std::printf("sampled_metal %s\n", join(generate(*metal, short_prompt, sampled)).c_str());
+    // The same draws with each backend fed the CPU's sampled tokens (teacher-forced): every step's
+    // choice from the same context and the same point of the seeded stream.
+    for (akunu::Model *m : {cpu.get(), metal.get()}) {
+        m->reset();
+        m->begin_constrained(short_prompt, sampled);
+        const std::vector<uint32_t> all(m->token_mask_words(), ~0u);
+        std::vector<int32_t> chosen;
+        for (int32_t token : sampled_cpu) {
+            chosen.push_back(m->choose_token(all.data(), all.size()));
+            m->feed({token});
+        }
+        m->end_constrained((int)chosen.size(), "length");
+        std::printf("sampled_forced_%s %s\n", m == cpu.get() ? "cpu" : "metal", join(chosen).c_str());
+    }
 
     // A grammar's mask: only every third token allowed, for a few steps.
     for (akunu::Model *m : {cpu.get(), metal.get()}) {

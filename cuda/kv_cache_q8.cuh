@@ -44,21 +44,10 @@ struct Q8Planes {
     }
 };
 
-// kv_cache_q8.h's Hadamard transform of the 32-element block a warp holds, element i in lane i: at
-// stage h the lane with bit h clear holds x[i] + x[i + h], its partner x[i] - x[i + h] (the same
-// float additions as hadamard_kv_block, so the same bits).
-__device__ __forceinline__ float hadamard_block_warp(float x) {
-    const uint32_t lane = threadIdx.x & 31;
-#pragma unroll
-    for (uint32_t h = 1; h < kKVQ8Block; h <<= 1) {
-        const float other = __shfl_xor_sync(0xffffffffu, x, h);
-        x = (lane & h) ? other - x : x + other;
-    }
-    return x;
-}
-
-// The same over a row a warp holds kDpl consecutive elements a lane (a block in 32 / kDpl lanes):
-// the stages below kDpl within a lane's registers, the others across lanes.
+// kv_cache_q8.h's Hadamard transform of a row a warp holds kDpl consecutive elements a lane (a
+// 32-element block in 32 / kDpl lanes): the stages below kDpl within a lane's registers, the others
+// across lanes, where the lane with bit h clear holds x[i] + x[i + h] and its partner x[i] - x[i + h]
+// (the same float additions as hadamard_kv_block, so the same bits).
 template <int kDpl>
 __device__ __forceinline__ void hadamard_row_warp(float (&x)[kDpl]) {
     const uint32_t lane = threadIdx.x & 31;
@@ -80,6 +69,13 @@ __device__ __forceinline__ void hadamard_row_warp(float (&x)[kDpl]) {
             x[i] = (lane & lane_bit) ? other - x[i] : x[i] + other;
         }
     }
+}
+
+// The same for one block, element i in lane i.
+__device__ __forceinline__ float hadamard_block_warp(float x) {
+    float row[1] = {x};
+    hadamard_row_warp<1>(row);
+    return row[0];
 }
 
 // Lane i of a warp holds element i of a 32-element block: writes q[i] and (lane 0) the block's

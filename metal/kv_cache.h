@@ -104,7 +104,7 @@ struct KVCacheQ8 {
     }
     static void to_query_basis(thread float *x, uint head_dim, uint lane) {
         to_key_basis(x, head_dim, lane);
-        for (uint i = 0; i < head_dim / kKVQ8BlockDims; ++i) x[i] *= 1.0f / 32.0f;
+        for (uint i = 0; i < head_dim / kKVQ8BlockDims; ++i) x[i] *= 1.0f / float(kKVQ8BlockDims);
     }
 
     // Each block exactly as kv_cache_q8.h's quantize_kv_block_q8 (ggml's reference): d = amax / 127,

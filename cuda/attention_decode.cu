@@ -1,6 +1,6 @@
 // Decode attention (one query row) over the head-major F16 KV cache: split-K flash decoding in
 // which every warp runs its own online softmax over its keys. Replays at long contexts
-// (LaunchArgs::long_context) go to the tensor-core kernel of cuda/attention_decode_gqa.cu
+// (LaunchArgs::context) go to the tensor-core kernel of cuda/attention_decode_gqa.cu
 // instead, where it covers the shape (docs/adr/0012-cuda-long-context-decode-attention.md).
 //
 // Why this shape: at decode the work per head is tiny (tg128: 16-144 keys) and the kernel's time
@@ -491,7 +491,7 @@ void launch_rope_decode(const LaunchArgs &a, const char *name, KVCacheDType cach
     constexpr DecodeRope kRope = std::is_same<Pairs, NeoX>::value ? DecodeRope::NeoX : DecodeRope::Interleaved;
     if (cache == KVCacheDType::Q8_0) {  // read by the tensor-core kernel only, at every depth
         if (!launch_attention_decode_gqa(a, rp.attention, ri, kRope, cache)) throw_q8_shape(rp.attention, name);
-    } else if (!(a.long_context && launch_attention_decode_gqa(a, rp.attention, ri, kRope, cache))) {
+    } else if (!(a.context != ContextLength::Short && launch_attention_decode_gqa(a, rp.attention, ri, kRope, cache))) {
         launch_for_head_dim<Pairs>(a, rp.attention, ri);
     }
     check_launch(name);
@@ -506,7 +506,7 @@ void check_attention_shape(const AttentionParams &p, const char *name) {
 }
 
 void launch_attention_decode(const LaunchArgs &a, const AttentionParams &p) {
-    if (a.long_context && launch_attention_decode_gqa(a, p, RopeInputs{}, DecodeRope::None, KVCacheDType::F16)) return;
+    if (a.context != ContextLength::Short && launch_attention_decode_gqa(a, p, RopeInputs{}, DecodeRope::None, KVCacheDType::F16)) return;
     launch_for_head_dim<NoRope>(a, p, RopeInputs{});
 }
 

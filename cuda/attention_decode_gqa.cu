@@ -8,8 +8,8 @@
 //
 // Shape: the group's query heads are the 16 rows of an mma.sync m16n8k16 tile (padded with zero
 // rows; q in two f16 parts, hi + lo, as the prefill kernel holds it: cuda/attention_prefill.cu).
-// The block stages 64 keys of K and V at a time in shared memory (cp.async, a ring of 3-4 buffers:
-// the next chunks load while one is used); warp w takes keys 16w..16w+15 of each chunk with its own
+// The block stages 16 keys a warp of K and V at a time in shared memory (cp.async, a ring of 2-4
+// buffers: the next chunks load while one is used); warp w takes keys 16w..16w+15 of each chunk with its own
 // online softmax (scores S = Q K^T, then P V with P's accumulator fragments as the next A
 // fragments). At the end the warps' states merge in shared memory into the split's (m, l, acc) per
 // head, and the last split of a KV head to finish merges the splits: each split's weight per head
@@ -20,6 +20,10 @@
 // the bytes), and each chunk is dequantized into one f16 tile that the same mma loops read
 // (cuda/kv_cache_q8.cuh). Each warp stages and dequantizes only the 16 keys it reads, so its loop
 // runs on warp barriers alone.
+//
+// Block shape: 4 warps; with the F16 cache at very long contexts (LaunchArgs::context VeryLong)
+// 8 warps of 2 stages, the same shared memory: H200, tg128 at 16384 keys +6.7 % (8B shape),
+// +6.8 % (1B), but 0.2-2.8 % slower at 2048-8192 keys (docs/experiments.md).
 //
 // The RoPE variant also does the RoPE + KV-write command's work: the warps rotate the group's
 // queries (QK-norm first when the model has it), and the block holding the context's last key
@@ -34,29 +38,36 @@ namespace akunu::cuda {
 
 namespace {
 
-constexpr int kWarps = 4;
-constexpr int kRows = 16;                   // query heads of a group, padded: the mma's rows
-constexpr int kChunkKeys = 16 * kWarps;     // keys staged per step: 16 per warp
+constexpr int kRows = 16;  // query heads of a group, padded: the mma's rows
+// Keys staged per step: 16 per warp.
+template <int kWarps>
+constexpr int chunk_keys() {
+    return 16 * kWarps;
+}
 // Most splits per KV head: as many as fill the GPU for models of few KV heads (the Llama-3.2-1B
 // shape's 8 at head_dim 64 fill an H200 at ~50), two per lane in the merge.
 constexpr uint32_t kMaxSplits = 64;
 constexpr uint32_t kSplitsPerLane = kMaxSplits / 32;
 // Fewest keys per split: four chunks, so that a split's loads overlap its work.
-constexpr uint32_t kMinKeysPerSplit = 4 * kChunkKeys;
+template <int kWarps>
+constexpr uint32_t min_keys_per_split() {
+    return 4 * chunk_keys<kWarps>();
+}
 
 __device__ __forceinline__ uint32_t ceil_div_dev(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
 
-// Chunks in flight: kStages - 1 load while one is used. The F16 cache: 4 (at head_dim 128 one block
-// of 4 x 32 KB of K and V an SM: measured faster than two blocks of 3 stages, H100, 8B shape, tg128
-// at 8192 / 16384 cached keys 426.9 / 373.4 against 409.5 / 361.1 t/s, and two blocks of 2 stages
-// 385.0 / 349.7); the Q8_0 cache's three staged chunks and V tile leave room for three.
-template <int HD, bool kQ8>
+// Chunks in flight: kStages - 1 load while one is used. The F16 cache: 4 in blocks of 4 warps (at
+// head_dim 128 one block of 4 x 32 KB of K and V an SM: measured faster than two blocks of 3
+// stages, H100, 8B shape, tg128 at 8192 / 16384 cached keys 426.9 / 373.4 against 409.5 / 361.1
+// t/s, and two blocks of 2 stages 385.0 / 349.7), 2 of twice the keys in blocks of 8 warps; the
+// Q8_0 cache's three staged chunks and V tile leave room for three.
+template <int HD, bool kQ8, int kWarps>
 constexpr int stages() {
-    return kQ8 ? 3 : 4;
+    return kQ8 ? 3 : kWarps == 8 ? 2 : 4;
 }
 
 // Before the key loop: the group's q rows (hi, lo) and rotate_head's stash.
-template <int HD>
+template <int HD, int kWarps>
 struct Prologue {
     __half q_hi[kRows][HD + 8];
     __half q_lo[kRows][HD + 8];
@@ -68,42 +79,48 @@ struct Prologue {
 // Of the Q8_0 cache: the ring of staged Q8_0 chunks, whose K the mma reads as fragments straight
 // from the int8 rows, and one f16 tile each chunk's V is dequantized into (it holds the prologue);
 // after the loop the states take the ring.
-template <int HD, bool kQ8>
+template <int HD, bool kQ8, int kWarps>
 struct Smem {
     static constexpr int LD = HD + 8;  // halves per row: the 8 rows of an ldmatrix hit distinct banks
-    static constexpr int kStages = stages<HD, kQ8>();
+    static constexpr int kStages = stages<HD, kQ8, kWarps>();
+    static constexpr int kChunkKeys = chunk_keys<kWarps>();
     __half ks[kStages][kChunkKeys][LD];
     __half vs[kStages][kChunkKeys][LD];
-    __device__ Prologue<HD> &prologue() { return *reinterpret_cast<Prologue<HD> *>(&ks[kStages - 1][0][0]); }
+    __device__ Prologue<HD, kWarps> &prologue() {
+        return *reinterpret_cast<Prologue<HD, kWarps> *>(&ks[kStages - 1][0][0]);
+    }
     __device__ float *states() { return reinterpret_cast<float *>(&ks[0][0][0]); }  // [kWarps][kRows][HD + 2]
     __device__ __half (*v_tile(uint32_t buf))[LD] { return vs[buf]; }
     static constexpr size_t kPrologueBytes = sizeof(ks[0]);
     static constexpr size_t kStateBytes = sizeof(ks) + sizeof(vs);  // one array's two halves
 };
-template <int HD>
-struct Smem<HD, true> {
+template <int HD, int kWarps>
+struct Smem<HD, true, kWarps> {
     static constexpr int LD = HD + 8;
-    static constexpr int kStages = stages<HD, true>();
+    static constexpr int kStages = stages<HD, true, kWarps>();
+    static constexpr int kChunkKeys = chunk_keys<kWarps>();
     __half vs[kChunkKeys][LD];
     Q8Chunk<HD, kChunkKeys> ring[kStages];
-    __device__ Prologue<HD> &prologue() { return *reinterpret_cast<Prologue<HD> *>(&vs[0][0]); }
+    __device__ Prologue<HD, kWarps> &prologue() { return *reinterpret_cast<Prologue<HD, kWarps> *>(&vs[0][0]); }
     __device__ float *states() { return reinterpret_cast<float *>(&ring[0]); }
     __device__ __half (*v_tile(uint32_t))[LD] { return vs; }
     static constexpr size_t kPrologueBytes = sizeof(vs);
     static constexpr size_t kStateBytes = sizeof(ring);
 };
-template <int HD, bool kQ8>
+template <int HD, bool kQ8, int kWarps>
 constexpr bool smem_holds_its_phases() {
-    using S = Smem<HD, kQ8>;
-    return sizeof(Prologue<HD>) <= S::kPrologueBytes &&
+    using S = Smem<HD, kQ8, kWarps>;
+    return sizeof(Prologue<HD, kWarps>) <= S::kPrologueBytes &&
            S::kStateBytes >= kWarps * kRows * (HD + 2) * sizeof(float) &&  // the warps' states
            S::kStateBytes >= kRows * (kMaxSplits + HD) * sizeof(float);   // the merge's weights and outputs
 }
-static_assert(smem_holds_its_phases<64, false>() && smem_holds_its_phases<128, false>() &&
-                  smem_holds_its_phases<64, true>() && smem_holds_its_phases<128, true>(),
+static_assert(smem_holds_its_phases<64, false, 4>() && smem_holds_its_phases<128, false, 4>() &&
+                  smem_holds_its_phases<64, true, 4>() && smem_holds_its_phases<128, true, 4>() &&
+                  smem_holds_its_phases<64, false, 8>() && smem_holds_its_phases<128, false, 8>(),
               "the prologue, the states and the merge fit");
+static_assert(sizeof(Smem<128, false, 8>) == sizeof(Smem<128, false, 4>), "8 warps: the shared memory of 4");
 
-template <class Pairs, int HD, bool kQ8>
+template <class Pairs, int HD, bool kQ8, int kWarps>
 __global__ void __launch_bounds__(kWarps * 32)
     attention_decode_gqa_kernel(const float *__restrict__ q_all, void *__restrict__ k_cache,
                                 void *__restrict__ v_cache, float *__restrict__ out, float *__restrict__ partial,
@@ -113,9 +130,12 @@ __global__ void __launch_bounds__(kWarps * 32)
                                 const float *__restrict__ out_norm_w) {
     constexpr bool kRope = !std::is_same<Pairs, NoRope>::value;
     constexpr int kDpl = HD / 32;  // dims per lane when a warp holds a whole head (rotate_head)
+    using S = Smem<HD, kQ8, kWarps>;
+    constexpr int kChunkKeys = S::kChunkKeys;
+    constexpr uint32_t kMinKeysPerSplit = min_keys_per_split<kWarps>();
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    Smem<HD, kQ8> &sm = *reinterpret_cast<Smem<HD, kQ8> *>(smem_raw);
-    Prologue<HD> &pro = sm.prologue();
+    S &sm = *reinterpret_cast<S *>(smem_raw);
+    Prologue<HD, kWarps> &pro = sm.prologue();
     const uint32_t tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
     const uint32_t kv_head = blockIdx.x, split = blockIdx.z;
     const uint32_t group = p.n_heads / p.n_kv_heads, head0 = kv_head * group;
@@ -136,9 +156,9 @@ __global__ void __launch_bounds__(kWarps * 32)
     const Q8Planes Kq(k_cache, p.n_kv_heads, p.max_seq, HD), Vq(v_cache, p.n_kv_heads, p.max_seq, HD);
     const auto row_of = [&](uint32_t pos) { return kv_cache_row(pos, p.max_seq); };
 
-    // Chunk c (keys k_begin + 64c on) into its ring buffer, one commit group per chunk (an empty
+    // Chunk c (keys k_begin + kChunkKeys c on) into its ring buffer, one commit group per chunk (an empty
     // group past the split's end, so that every thread counts the same groups).
-    constexpr int kStages = stages<HD, kQ8>();
+    constexpr int kStages = S::kStages;
     const uint32_t n_chunks = ceil_div_dev(k_end - k_begin, kChunkKeys);
     const auto stage = [&](uint32_t c) {
         if (c < n_chunks) {
@@ -263,7 +283,7 @@ __global__ void __launch_bounds__(kWarps * 32)
         if constexpr (kQ8) __syncwarp(); else __syncthreads();
         stage(c + kStages - 1);  // into chunk c - 1's buffer
         if constexpr (kQ8) {
-            sm.ring[c % kStages].dequantize(static_cast<__half(*)[Smem<HD, kQ8>::LD]>(nullptr), sm.vs, 16 * warp, 16,
+            sm.ring[c % kStages].dequantize(static_cast<__half(*)[S::LD]>(nullptr), sm.vs, 16 * warp, 16,
                                             lane, 32);  // V only
             __syncwarp();
         }
@@ -450,10 +470,10 @@ __global__ void __launch_bounds__(kWarps * 32)
         store_q16_block(xq_out, head0 * HD + i - lane, merged[i], out_norm_w);
 }
 
-template <class Pairs, int HD, bool kQ8>
-void launch(const LaunchArgs &a, const AttentionParams &p, const RopeInputs &ri) {
-    const auto kernel = attention_decode_gqa_kernel<Pairs, HD, kQ8>;
-    const size_t smem = sizeof(Smem<HD, kQ8>);
+template <class Pairs, int HD, bool kQ8, int kWarps>
+void launch_blocks_of(const LaunchArgs &a, const AttentionParams &p, const RopeInputs &ri) {
+    const auto kernel = attention_decode_gqa_kernel<Pairs, HD, kQ8, kWarps>;
+    const size_t smem = sizeof(Smem<HD, kQ8, kWarps>);
     static const bool smem_ok = allow_dynamic_smem(kernel, smem);
     if (!smem_ok) throw AkunuError("internal: the GQA decode attention's shared memory does not fit this device");
     // Enough (KV head, split) blocks for every SM to hold as many as it can at once (asked once:
@@ -480,6 +500,14 @@ void launch(const LaunchArgs &a, const AttentionParams &p, const RopeInputs &ri)
                ri, a.patch, n_splits, a.workspace->counters, hand_off ? static_cast<XQ16Chunk *>(ho.chunks) : nullptr,
                hand_off ? ho.norm_w : nullptr);
     if (hand_off) *ho.written = true;
+}
+
+template <class Pairs, int HD, bool kQ8>
+void launch(const LaunchArgs &a, const AttentionParams &p, const RopeInputs &ri) {
+    if constexpr (!kQ8) {  // the Q8_0 cache measured 0.6 % slower in 8 warps at 16384 keys
+        if (a.context == ContextLength::VeryLong) return launch_blocks_of<Pairs, HD, false, 8>(a, p, ri);
+    }
+    launch_blocks_of<Pairs, HD, kQ8, 4>(a, p, ri);
 }
 
 template <class Pairs, bool kQ8>

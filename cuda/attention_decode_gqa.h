@@ -1,6 +1,6 @@
 // Decode attention at long contexts on the tensor cores (cuda/attention_decode_gqa.cu): one block
 // per (KV head, split of the keys) for every query head of the GQA group. Used by the decode
-// launchers of cuda/attention_decode.cu when the replay's context is long (LaunchArgs::long_context).
+// launchers of cuda/attention_decode.cu when the replay's context is long (LaunchArgs::context).
 #pragma once
 #include "core/kernel_params.h"
 #include "core/kv_cache.h"

@@ -51,8 +51,11 @@ struct Workspace {
     uint32_t prefill_attention_warps = 0;  // warps per F16 prefill-attention block (4, 8); 0: its own rule
     // Replays starting at this position or later run decode attention on the tensor cores, one
     // block per KV head (cuda/attention_decode_gqa.cu); earlier ones the per-query-head kernel
-    // built for short contexts. The captured graphs are keyed on the side of it (GraphCache).
+    // built for short contexts. From very_long_context_keys on, that kernel's F16-cache blocks
+    // take twice the warps and half the stages. The captured graphs are keyed on the class of
+    // context (ContextLength, GraphCache).
     uint32_t long_context_keys = 0;
+    uint32_t very_long_context_keys = 0;
     uint32_t attention_gqa_splits = 0;  // most splits per KV head of that kernel; 0: its own rule
     size_t l2_bytes = 0;
     const CublasGemm *cublas = nullptr;  // the F16 prefill GEMMs' library (cuBLAS), when it loads
@@ -74,6 +77,10 @@ struct Q16Handoff {
     bool offered_for(const float *out, uint32_t n) const { return chunks && row == out && len == n && n % 32 == 0; }
 };
 
+// Decode replays by the positions they start at: below Workspace::long_context_keys, from it, and
+// from very_long_context_keys on.
+enum class ContextLength : uint8_t { Short, Long, VeryLong };
+
 struct LaunchArgs {
     uint8_t *buffers[DispatchCmd::kMaxBuffers];  // device pointer + offset, in binding order
     const void *params;                          // the command's parameter struct (host memory)
@@ -82,9 +89,9 @@ struct LaunchArgs {
     const Workspace *workspace;
     Q16Handoff q16_out;         // offered to this command's output row (producer side)
     const void *q16_in = nullptr;  // this GEMV's x, already quantized by the previous command
-    // Every position of this launch is at least Workspace::long_context_keys: one graph serves
-    // all replays on the same side of it, so kernels may be chosen by it.
-    bool long_context = false;
+    // The class of every position of this launch (Workspace::long_context_keys and
+    // very_long_context_keys): one graph serves all replays of a class, so kernels may be chosen by it.
+    ContextLength context = ContextLength::Short;
     // This command's output (a GEMM's y, buffers[1]) is not written by the command before it. With
     // programmatic dependent launch a kernel starts only after the one before it has passed its
     // wait, so every earlier command has completed: the output's old values (an accumulating

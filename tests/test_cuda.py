@@ -280,6 +280,27 @@ def test_gqa_decode_attention_matches_cpu(name, fuse_rope, gguf_dir, monkeypatch
     assert_long_decode_matches(cpu, cuda, n_ctx=1000, steps=24)
 
 
+# Its very-long-context shape (AKUNU_CUDA_ATTN_VERY_LONG keys on, 12288 by default; lowered here):
+# F16-cache blocks of 8 warps, 128 keys a chunk in 2 stages, at least 512 keys a split (one split at
+# 1000 keys; 8 per KV head at 4400); the Q8_0 cache keeps its 4 warps (q8_0_hd128: the switch must
+# change nothing there). With the threshold at 1004 the decode crosses it: replays of both shapes,
+# each its own captured graph.
+@pytest.mark.parametrize("name, fuse_rope, n_ctx, very_long", [("f16_hd64", "1", 1000, "512"),
+                                                               ("q4_0_handoff", "1", 1000, "512"),
+                                                               ("f16_hd64", "0", 1000, "512"),
+                                                               ("q8_0_hd128", "1", 1000, "512"),
+                                                               ("f16_hd64", "1", 1000, "1004"),
+                                                               ("f16_heads32", "1", 4400, "512"),
+                                                               ("f16_heads32", "0", 4400, "512")])
+def test_gqa_decode_attention_in_eight_warps_matches_cpu(name, fuse_rope, n_ctx, very_long, gguf_dir, monkeypatch):
+    monkeypatch.setenv("AKUNU_CUDA_ATTN_LONG", "256")
+    monkeypatch.setenv("AKUNU_CUDA_ATTN_VERY_LONG", very_long)
+    monkeypatch.setenv("AKUNU_CUDA_FUSE_ROPE", fuse_rope)
+    path, _ = gw.build_gguf(SPECS[name], gguf_dir)
+    cpu, cuda = (akunu.Model(str(path), backend=b, context_length=4608) for b in ("cpu", "cuda"))
+    assert_long_decode_matches(cpu, cuda, n_ctx=n_ctx, steps=12)
+
+
 def test_gqa_decode_attention_many_splits_match_cpu(gguf_dir, monkeypatch):
     """At 4400 keys with the default threshold: many splits of several chunks each, merged by the
     last split of each KV head; the newest key (appended by the kernel) ends the last split."""

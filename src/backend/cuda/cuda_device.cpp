@@ -82,6 +82,10 @@ constexpr size_t kWorkspaceFloats = 4u << 20;
 // From this many cached keys, decode attention runs on the tensor cores, a block per KV head
 // (docs/adr/0012-cuda-long-context-decode-attention.md); below it, the per-query-head kernel.
 constexpr uint32_t kLongContextKeys = 1024;
+// From this many, that kernel's F16-cache blocks are 8 warps of 2 stages instead of 4 of 4: H200,
+// tg128 at 16384 keys +6.7 % (8B shape) and +6.8 % (1B), at 2048-8192 keys -0.2 to -2.8 %
+// (docs/experiments.md, "Fewer K/V stages, or more warps").
+constexpr uint32_t kVeryLongContextKeys = 12288;
 constexpr uint32_t kWorkspaceCounters = 4096;      // split-attention arrival counts, one per head
 constexpr size_t kQ16RowBytes = 1u << 20;          // a handed-off row: up to ~440k floats
 
@@ -155,6 +159,10 @@ CudaDevice::CudaDevice(int device_index) : device_(device_index) {
     // 0: never): below it the per-query-head kernel's lower latency wins.
     workspace_.long_context_keys = kLongContextKeys;
     if (const char *v = std::getenv("AKUNU_CUDA_ATTN_LONG")) workspace_.long_context_keys = (uint32_t)std::atoi(v);
+    // ... and in blocks of 8 warps from this many (AKUNU_CUDA_ATTN_VERY_LONG=n; 0: never).
+    workspace_.very_long_context_keys = kVeryLongContextKeys;
+    if (const char *v = std::getenv("AKUNU_CUDA_ATTN_VERY_LONG"))
+        workspace_.very_long_context_keys = (uint32_t)std::atoi(v);
     if (const char *v = std::getenv("AKUNU_CUDA_ATTN_GQA_SPLITS"))
         workspace_.attention_gqa_splits = (uint32_t)std::atoi(v);
     // AKUNU_CUDA_CUBLAS=0: the F16 (and so BF16) prefill GEMMs on akunu's own tiles, not cuBLAS.
@@ -313,7 +321,7 @@ LaunchArgs CudaDevice::command_args(const DispatchTable &table, int c, int t, Di
     // Position patches are applied by the kernel from base_position_ (device memory).
     args.patch = PatchContext{base_position_, (uint32_t)t, cmd->patch,
                               cmd->patch == PatchType::PosAndKV ? patched_kv_span(*cmd) : 1u};
-    args.long_context = long_context_;
+    args.context = context_;
     return args;
 }
 
@@ -382,13 +390,13 @@ void CudaDevice::encode_dispatch_table(const DispatchTable &table, int start_pos
     if (cmd_end < 0) cmd_end = (int)table.commands.size();
     if (count <= 0 || cmd_begin >= cmd_end) return;
     launch_set_u32(base_position_, (uint32_t)start_position, stream_);
-    long_context_ = is_long_context(start_position);
+    context_ = context_length(start_position);
     if (!table.persistent) {
         // Built per call (prefill, evaluation): capturing would cost more than it saves.
         launch_commands(table, count, cmd_begin, cmd_end);
         return;
     }
-    GraphCache::Key key{table.commands.data(), table.commands.size(), count, cmd_begin, cmd_end, long_context_};
+    GraphCache::Key key{table.commands.data(), table.commands.size(), count, cmd_begin, cmd_end, (int)context_};
     cudaGraphExec_t exec = graphs_.get_or_capture(key, stream_, [&] { launch_commands(table, count, cmd_begin, cmd_end); });
     check(cudaGraphLaunch(exec, stream_), "graph launch");
 }
@@ -399,7 +407,7 @@ std::vector<double> CudaDevice::profile_dispatch_table(const DispatchTable &tabl
     std::vector<cudaEvent_t> events(n + 1);
     for (cudaEvent_t &e : events) check(cudaEventCreate(&e), "event");
     launch_set_u32(base_position_, (uint32_t)position, stream_);
-    long_context_ = is_long_context(position);
+    context_ = context_length(position);
     check(cudaEventRecord(events[0], stream_), "event record");
     q16_pending_ = nullptr;  // eager and timed one by one: no handoffs
     for (size_t c = 0; c < n; ++c) {

@@ -73,10 +73,12 @@ private:
     size_t l2_bytes_ = 0;
     cudaStream_t stream_ = nullptr;
     uint32_t *base_position_ = nullptr;  // device: start position of the replay in flight
-    bool long_context_ = false;          // of the replay being encoded: LaunchArgs::long_context
+    ContextLength context_ = ContextLength::Short;  // of the replay being encoded: LaunchArgs::context
     bool pair_kernels_ = true;           // has_kernel offers the pair kernels
-    bool is_long_context(int start_position) const {
-        return workspace_.long_context_keys != 0 && (uint32_t)start_position >= workspace_.long_context_keys;
+    ContextLength context_length(int start_position) const {
+        const auto from = [&](uint32_t keys) { return keys != 0 && (uint32_t)start_position >= keys; };
+        if (!from(workspace_.long_context_keys)) return ContextLength::Short;
+        return from(workspace_.very_long_context_keys) ? ContextLength::VeryLong : ContextLength::Long;
     }
     Workspace workspace_;                // device: split-attention partials
     // Pinned staging for weight uploads: two halves, so one fills while the other copies.

@@ -1,6 +1,6 @@
 // Captured CUDA graphs of dispatch-table replays, keyed by what changes their shape: the table,
-// the token count, the command range and whether the context is long (LaunchArgs::long_context:
-// another attention kernel). The start position is not in the key: kernels read it from device
+// the token count, the command range and the class of context length (LaunchArgs::context: another
+// attention kernel or shape). The start position is not in the key: kernels read it from device
 // memory (cuda/launch.h, PatchContext), so one graph serves every position on its side.
 #pragma once
 #include <cuda_runtime_api.h>
@@ -23,10 +23,10 @@ public:
         const void *table;  // DispatchTable::commands.data(): stable for a long-lived table
         size_t n_commands;
         int count, begin, end;
-        bool long_context;
+        int context;  // LaunchArgs::context
         bool operator<(const Key &o) const {
-            return std::tie(table, n_commands, count, begin, end, long_context) <
-                   std::tie(o.table, o.n_commands, o.count, o.begin, o.end, o.long_context);
+            return std::tie(table, n_commands, count, begin, end, context) <
+                   std::tie(o.table, o.n_commands, o.count, o.begin, o.end, o.context);
         }
     };
 

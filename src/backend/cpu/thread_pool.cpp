@@ -63,8 +63,8 @@ void ThreadPool::run(Task task, const void *ctx, int64_t n_units, int64_t granul
     ctx_ = ctx;
     n_units_ = n_units;
     // Several chunks per thread so a slow thread does not hold everyone up; whole granules only
-    // where they spread over the threads with at most a quarter of the threads' time idle (3
-    // granules over 2 threads would leave one thread a third of the job idle).
+    // where they spread over the threads with at most a fifth of the threads' time idle (3
+    // granules over 2 threads would leave a quarter of it idle).
     const int64_t granules = n_units / std::max<int64_t>(1, granule);
     if (granule <= 1 || n_units % granule || 4 * ((granules + size() - 1) / size() * size()) > 5 * granules) granule = 1;
     chunk_ = (std::max<int64_t>(1, n_units / (4 * size())) + granule - 1) / granule * granule;

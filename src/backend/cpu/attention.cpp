@@ -1,6 +1,5 @@
 #include <algorithm>
 #include <cmath>
-#include <type_traits>
 #include <vector>
 
 #include "backend/cpu/convert.h"
@@ -74,7 +73,7 @@ inline void axpy_f16(float *out, float w, const uint16_t *v, uint32_t n) {
     for (; i < n; ++i) out[i] += w * fp16_to_f32(v[i]);
 }
 
-// out[0..n) += sum_j w[j] * v_j over n_keys cached F16 rows v_j (stride n apart). The output is
+// out[0..n) = sum_j w[j] * v_j over n_keys cached F16 rows v_j (stride n apart). The output is
 // accumulated in registers, 64 elements (8 AVX2 registers) at a time, so a key costs its loads,
 // conversions and FMAs only: an axpy per key would also load and store all of out.
 inline void weighted_sum_f16(float *out, const float *w, const uint16_t *V, uint32_t n_keys, uint32_t n) {
@@ -82,7 +81,7 @@ inline void weighted_sum_f16(float *out, const float *w, const uint16_t *V, uint
 #if AKUNU_CPU_AVX2
     for (; i + 64 <= n; i += 64) {
         __m256 acc[8];
-        for (int c = 0; c < 8; ++c) acc[c] = _mm256_loadu_ps(out + i + 8 * c);
+        for (int c = 0; c < 8; ++c) acc[c] = _mm256_setzero_ps();
         const uint16_t *v = V + i;
         for (uint32_t j = 0; j < n_keys; ++j, v += n) {
             const __m256 wj = _mm256_set1_ps(w[j]);
@@ -94,6 +93,7 @@ inline void weighted_sum_f16(float *out, const float *w, const uint16_t *V, uint
     }
 #endif
     if (i == n) return;
+    std::fill(out + i, out + n, 0.f);
     for (uint32_t j = 0; j < n_keys; ++j) axpy_f16(out + i, w[j], V + (size_t)j * n + i, n - i);
 }
 
@@ -155,7 +155,7 @@ inline void dots_f32_q8(const float *q, const int8_t *K, const uint16_t *scales,
         scores[j] = dot_f32_q8(q, K + (size_t)j * n, scales + (size_t)j * blocks_per_row, n);
 }
 
-// weighted_sum_f16 over cached Q8_0 rows (out += ...): block b of row j adds w[j] * scale_jb * values. The
+// weighted_sum_f16 over cached Q8_0 rows: block b of row j adds w[j] * scale_jb * values. The
 // 64-element slices keep their 8 accumulators in registers as the F16 version does.
 inline void weighted_sum_q8(float *out, const float *w, const int8_t *V, const uint16_t *scales, uint32_t n_keys,
                             uint32_t n) {
@@ -164,7 +164,7 @@ inline void weighted_sum_q8(float *out, const float *w, const int8_t *V, const u
 #if AKUNU_CPU_AVX2
     for (; i + 2 * kKVQ8Block <= n; i += 2 * kKVQ8Block) {
         __m256 acc[8];
-        for (int c = 0; c < 8; ++c) acc[c] = _mm256_loadu_ps(out + i + 8 * c);
+        for (int c = 0; c < 8; ++c) acc[c] = _mm256_setzero_ps();
         const int8_t *v = V + i;
         const uint16_t *d = scales + i / kKVQ8Block;
         for (uint32_t j = 0; j < n_keys; ++j, v += n, d += blocks_per_row) {
@@ -176,7 +176,7 @@ inline void weighted_sum_q8(float *out, const float *w, const int8_t *V, const u
     }
     for (; i + kKVQ8Block <= n; i += kKVQ8Block) {  // an odd last block (head_dim 96, 160, ...)
         __m256 acc[4];
-        for (int c = 0; c < 4; ++c) acc[c] = _mm256_loadu_ps(out + i + 8 * c);
+        for (int c = 0; c < 4; ++c) acc[c] = _mm256_setzero_ps();
         const int8_t *v = V + i;
         const uint16_t *d = scales + i / kKVQ8Block;
         for (uint32_t j = 0; j < n_keys; ++j, v += n, d += blocks_per_row) {
@@ -187,6 +187,7 @@ inline void weighted_sum_q8(float *out, const float *w, const int8_t *V, const u
     }
 #endif
     if (i == n) return;
+    std::fill(out + i, out + n, 0.f);
     for (uint32_t j = 0; j < n_keys; ++j) {
         const int8_t *v = V + (size_t)j * n;
         const uint16_t *d = scales + (size_t)j * blocks_per_row;
@@ -197,154 +198,16 @@ inline void weighted_sum_q8(float *out, const float *w, const int8_t *V, const u
     }
 }
 
-// The same for T query heads of one GQA group at once (T = 2 or 4), so that each K and V element
-// is loaded and converted once for the T heads and only the FMAs are per head: a Q8_0 value costs
-// two conversions and a scale, an F16 one a conversion, against one FMA per head.
-#if AKUNU_CPU_AVX2
-// Eight 8-lane partial sums -> their eight sums, in order.
-inline void sum_eight(const __m256 (&acc)[8], float *out) {
-    const __m256 s03 = _mm256_hadd_ps(_mm256_hadd_ps(acc[0], acc[1]), _mm256_hadd_ps(acc[2], acc[3]));
-    const __m256 s47 = _mm256_hadd_ps(_mm256_hadd_ps(acc[4], acc[5]), _mm256_hadd_ps(acc[6], acc[7]));
-    _mm256_storeu_ps(out, _mm256_add_ps(_mm256_permute2f128_ps(s03, s47, 0x20), _mm256_permute2f128_ps(s03, s47, 0x31)));
-}
-
-// s[g][j] = q[g] . key j, 8 / T keys at a time: T x 8 / T partial sums, one reduction.
-template <int T>
-void dots_f16_heads(const float *const *q, const uint16_t *K, uint32_t n_keys, uint32_t n, float *const *s) {
-    constexpr int KB = 8 / T;
-    uint32_t j = 0;
-    if (n % 8 == 0) {
-        for (; j + KB <= n_keys; j += KB) {
-            __m256 acc[8];
-            for (int x = 0; x < 8; ++x) acc[x] = _mm256_setzero_ps();
-            for (uint32_t i = 0; i < n; i += 8) {
-                __m256 kv[KB];
-                for (int k = 0; k < KB; ++k)
-                    kv[k] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(K + (size_t)(j + k) * n + i)));
-                for (int g = 0; g < T; ++g) {
-                    const __m256 qg = _mm256_loadu_ps(q[g] + i);
-                    for (int k = 0; k < KB; ++k) acc[g * KB + k] = _mm256_fmadd_ps(qg, kv[k], acc[g * KB + k]);
-                }
-            }
-            float sums[8];
-            sum_eight(acc, sums);
-            for (int g = 0; g < T; ++g)
-                for (int k = 0; k < KB; ++k) s[g][j + k] = sums[g * KB + k];
-        }
-    }
-    for (; j < n_keys; ++j)
-        for (int g = 0; g < T; ++g) s[g][j] = dot_f32_f16(q[g], K + (size_t)j * n, n);
-}
-
-// The same over Q8_0 keys: each key's values are scaled by its block's d as they are converted.
-template <int T>
-void dots_q8_heads(const float *const *q, const int8_t *K, const uint16_t *scales, uint32_t n_keys, uint32_t n,
-                   float *const *s) {
-    constexpr int KB = 8 / T;
-    const uint32_t blocks_per_row = n / kKVQ8Block;
-    uint32_t j = 0;
-    for (; j + KB <= n_keys; j += KB) {
-        __m256 acc[8];
-        for (int x = 0; x < 8; ++x) acc[x] = _mm256_setzero_ps();
-        for (uint32_t b = 0; b < blocks_per_row; ++b) {
-            __m256 d[KB];
-            for (int k = 0; k < KB; ++k) d[k] = _mm256_set1_ps(fp16_scale(scales[(size_t)(j + k) * blocks_per_row + b]));
-            for (uint32_t e = b * kKVQ8Block; e < (b + 1) * kKVQ8Block; e += 8) {
-                __m256 kv[KB];
-                for (int k = 0; k < KB; ++k) kv[k] = _mm256_mul_ps(load_q8x8(K + (size_t)(j + k) * n + e), d[k]);
-                for (int g = 0; g < T; ++g) {
-                    const __m256 qg = _mm256_loadu_ps(q[g] + e);
-                    for (int k = 0; k < KB; ++k) acc[g * KB + k] = _mm256_fmadd_ps(qg, kv[k], acc[g * KB + k]);
-                }
-            }
-        }
-        float sums[8];
-        sum_eight(acc, sums);
-        for (int g = 0; g < T; ++g)
-            for (int k = 0; k < KB; ++k) s[g][j + k] = sums[g * KB + k];
-    }
-    for (; j < n_keys; ++j)
-        for (int g = 0; g < T; ++g)
-            s[g][j] = dot_f32_q8(q[g], K + (size_t)j * n, scales + (size_t)j * blocks_per_row, n);
-}
-
-// out[g][0..n) += sum_j w[g][j] * v_j, 16 elements of the T outputs in registers at a time.
-template <int T>
-void weighted_sum_f16_heads(float *const *out, const float *const *w, const uint16_t *V, uint32_t n_keys, uint32_t n) {
-    uint32_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        __m256 acc[T][2];
-        for (int g = 0; g < T; ++g)
-            for (int c = 0; c < 2; ++c) acc[g][c] = _mm256_loadu_ps(out[g] + i + 8 * c);
-        const uint16_t *v = V + i;
-        for (uint32_t j = 0; j < n_keys; ++j, v += n) {
-            const __m256 v0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(v)));
-            const __m256 v1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(v + 8)));
-            for (int g = 0; g < T; ++g) {
-                const __m256 wg = _mm256_set1_ps(w[g][j]);
-                acc[g][0] = _mm256_fmadd_ps(wg, v0, acc[g][0]);
-                acc[g][1] = _mm256_fmadd_ps(wg, v1, acc[g][1]);
-            }
-        }
-        for (int g = 0; g < T; ++g)
-            for (int c = 0; c < 2; ++c) _mm256_storeu_ps(out[g] + i + 8 * c, acc[g][c]);
-    }
-    if (i < n)
-        for (int g = 0; g < T; ++g)
-            for (uint32_t j = 0; j < n_keys; ++j) axpy_f16(out[g] + i, w[g][j], V + (size_t)j * n + i, n - i);
-}
-
-// The same over Q8_0 values, half a block at a time (head_dim is whole blocks).
-template <int T>
-void weighted_sum_q8_heads(float *const *out, const float *const *w, const int8_t *V, const uint16_t *scales,
-                           uint32_t n_keys, uint32_t n) {
-    const uint32_t blocks_per_row = n / kKVQ8Block;
-    for (uint32_t i = 0; i < n; i += 16) {
-        __m256 acc[T][2];
-        for (int g = 0; g < T; ++g)
-            for (int c = 0; c < 2; ++c) acc[g][c] = _mm256_loadu_ps(out[g] + i + 8 * c);
-        const int8_t *v = V + i;
-        const uint16_t *d = scales + i / kKVQ8Block;
-        for (uint32_t j = 0; j < n_keys; ++j, v += n, d += blocks_per_row) {
-            const __m256 dj = _mm256_set1_ps(fp16_scale(*d));
-            const __m256 v0 = _mm256_mul_ps(load_q8x8(v), dj), v1 = _mm256_mul_ps(load_q8x8(v + 8), dj);
-            for (int g = 0; g < T; ++g) {
-                const __m256 wg = _mm256_set1_ps(w[g][j]);
-                acc[g][0] = _mm256_fmadd_ps(wg, v0, acc[g][0]);
-                acc[g][1] = _mm256_fmadd_ps(wg, v1, acc[g][1]);
-            }
-        }
-        for (int g = 0; g < T; ++g)
-            for (int c = 0; c < 2; ++c) _mm256_storeu_ps(out[g] + i + 8 * c, acc[g][c]);
-    }
-}
-#endif
-
 // One KV head's cached keys and values from row `first` on, as the attention loop reads them:
-// scores<T>(q, j0, n, s): s[g][j] = q[g] . key j0 + j for j < n and T query heads g;
-// weighted_sum<T>(out, w, j0, n): out[g] += sum_j w[g][j] * value j0 + j. T is 1, 2 or 4.
+// scores(q, n, s): s[j] = q . key j for j < n; weighted_sum(out, w, n) = sum_j w[j] * value j.
 class F16Head {
 public:
     F16Head(const KernelArgs &a, const AttentionParams &p, uint32_t kv_head, uint32_t first)
         : K_(reinterpret_cast<const uint16_t *>(a.buffers[1]) + kv_row(kv_head, first, p.max_seq) * p.head_dim),
           V_(reinterpret_cast<const uint16_t *>(a.buffers[2]) + kv_row(kv_head, first, p.max_seq) * p.head_dim),
           n_(p.head_dim) {}
-    template <int T>
-    void scores(const float *const *q, uint32_t j0, uint32_t n_keys, float *const *s) const {
-        const uint16_t *K = K_ + (size_t)j0 * n_;
-#if AKUNU_CPU_AVX2
-        if constexpr (T > 1) return dots_f16_heads<T>(q, K, n_keys, n_, s);
-#endif
-        for (int g = 0; g < T; ++g) dots_f32_f16(q[g], K, n_keys, n_, s[g]);
-    }
-    template <int T>
-    void weighted_sum(float *const *out, const float *const *w, uint32_t j0, uint32_t n_keys) const {
-        const uint16_t *V = V_ + (size_t)j0 * n_;
-#if AKUNU_CPU_AVX2
-        if constexpr (T > 1) return weighted_sum_f16_heads<T>(out, w, V, n_keys, n_);
-#endif
-        for (int g = 0; g < T; ++g) weighted_sum_f16(out[g], w[g], V, n_keys, n_);
-    }
+    void scores(const float *q, uint32_t n_keys, float *out) const { dots_f32_f16(q, K_, n_keys, n_, out); }
+    void weighted_sum(float *out, const float *w, uint32_t n_keys) const { weighted_sum_f16(out, w, V_, n_keys, n_); }
 
 private:
     const uint16_t *K_, *V_;
@@ -363,23 +226,9 @@ public:
         Kd_ = reinterpret_cast<const uint16_t *>(a.buffers[1] + scales_at) + row * blocks_;
         Vd_ = reinterpret_cast<const uint16_t *>(a.buffers[2] + scales_at) + row * blocks_;
     }
-    template <int T>
-    void scores(const float *const *q, uint32_t j0, uint32_t n_keys, float *const *s) const {
-        const int8_t *K = K_ + (size_t)j0 * n_;
-        const uint16_t *Kd = Kd_ + (size_t)j0 * blocks_;
-#if AKUNU_CPU_AVX2
-        if constexpr (T > 1) return dots_q8_heads<T>(q, K, Kd, n_keys, n_, s);
-#endif
-        for (int g = 0; g < T; ++g) dots_f32_q8(q[g], K, Kd, n_keys, n_, s[g]);
-    }
-    template <int T>
-    void weighted_sum(float *const *out, const float *const *w, uint32_t j0, uint32_t n_keys) const {
-        const int8_t *V = V_ + (size_t)j0 * n_;
-        const uint16_t *Vd = Vd_ + (size_t)j0 * blocks_;
-#if AKUNU_CPU_AVX2
-        if constexpr (T > 1) return weighted_sum_q8_heads<T>(out, w, V, Vd, n_keys, n_);
-#endif
-        for (int g = 0; g < T; ++g) weighted_sum_q8(out[g], w[g], V, Vd, n_keys, n_);
+    void scores(const float *q, uint32_t n_keys, float *out) const { dots_f32_q8(q, K_, Kd_, n_keys, n_, out); }
+    void weighted_sum(float *out, const float *w, uint32_t n_keys) const {
+        weighted_sum_q8(out, w, V_, Vd_, n_keys, n_);
     }
 
 private:
@@ -388,103 +237,47 @@ private:
     uint32_t n_, blocks_;
 };
 
-// Keys per block of the GQA-group loop: a block's K (or V) rows stay in L1 (16 KB as F16) while
-// every query head of the group reads them. A multiple of 8, as the score loops take 8 keys.
-inline uint32_t keys_per_block(uint32_t head_dim) { return std::max<uint32_t>(8, (8192 / head_dim) & ~7u); }
-
-// Query heads h0..h0 + G - 1 (one KV head's group, or a single head) of query row r. Row r sits at
-// position + r and sees the keys of positions 0..position + r (causal), or only the last `window`
-// of them (sliding window). Key p is cache row p % max_seq: a sliding-window layer's ring may hold
-// a window in two runs of rows (the oldest keys at its end, the newest from row 0). The group's
-// heads read each block of K and V while it is in L1 (in tiles of up to 4 heads that share its loads
-// and conversions), so the cache streams from memory once per group instead of once per head.
-// Exact softmax in two passes over the scores, which are
+// Unit = (head, query row). Query row r sits at position + r and sees the keys of positions
+// 0..position + r (causal), or only the last `window` of them (sliding window). Key p is cache row
+// p % max_seq: a sliding-window layer's ring may hold a window in two runs of rows (the oldest
+// keys at its end, the newest from row 0). Exact softmax in two passes over the scores, which are
 // soft-capped first when the model says so.
-template <class Head>
-void attend_heads(const KernelArgs &a, const AttentionParams &p, uint32_t h0, uint32_t G, uint32_t r) {
-    thread_local std::vector<float> scores;
-    const uint32_t group = p.n_heads / p.n_kv_heads;
-    const uint32_t n_ctx = std::min(p.position + r + 1, p.kv_len);
-    const uint32_t first = (p.window && n_ctx > p.window) ? n_ctx - p.window : 0;
-    const uint32_t n_keys = n_ctx - first;
-    const uint32_t first_row = first % p.max_seq, n_run = std::min(n_keys, p.max_seq - first_row);
-    const Head run(a, p, h0 / group, first_row), wrapped(a, p, h0 / group, 0);  // keys n_run.. at row 0
-    const uint32_t block = keys_per_block(p.head_dim);
-    // Blocks of the run, then of the wrapped keys: fn(head, key offset in it, keys, offset in scores).
-    const auto for_blocks = [&](auto &&fn) {
-        for (uint32_t j0 = 0; j0 < n_run; j0 += block) fn(run, j0, std::min(block, n_run - j0), j0);
-        for (uint32_t j0 = 0; j0 < n_keys - n_run; j0 += block)
-            fn(wrapped, j0, std::min(block, n_keys - n_run - j0), n_run + j0);
-    };
-    const auto q_of = [&](uint32_t g) {
-        return reinterpret_cast<const float *>(a.buffers[0]) + (size_t)r * p.q_stride + (h0 + g) * p.head_dim;
-    };
-    const auto out_of = [&](uint32_t g) {
-        return reinterpret_cast<float *>(a.buffers[3]) + (size_t)r * p.out_stride + (h0 + g) * p.head_dim;
-    };
-
-    // The group's heads in tiles of 4, 2 and 1: tile(g, T) runs heads g..g + T - 1 through fn<T>.
-    const auto for_tiles = [&](auto &&fn) {
-        uint32_t g = 0;
-        for (; g + 4 <= G; g += 4) fn(g, std::integral_constant<int, 4>{});
-        for (; g + 2 <= G; g += 2) fn(g, std::integral_constant<int, 2>{});
-        for (; g < G; ++g) fn(g, std::integral_constant<int, 1>{});
-    };
-
-    if (scores.size() < (size_t)G * n_keys) scores.resize((size_t)G * n_keys);
-    for_blocks([&](const Head &head, uint32_t j0, uint32_t n, uint32_t at) {
-        for_tiles([&](uint32_t g0, auto tile) {
-            constexpr int T = decltype(tile)::value;
-            const float *q[T];
-            float *s[T];
-            for (int g = 0; g < T; ++g) {
-                q[g] = q_of(g0 + g);
-                s[g] = scores.data() + (size_t)(g0 + g) * n_keys + at;
-            }
-            head.template scores<T>(q, j0, n, s);
-        });
-    });
-    for (uint32_t g = 0; g < G; ++g) {
-        float *s = scores.data() + (size_t)g * n_keys;
-        float max_score = -INFINITY;
-        for (uint32_t j = 0; j < n_keys; ++j) {
-            s[j] *= p.scale;
-            max_score = std::max(max_score, s[j]);
-        }
-        if (p.softcap > 0.f) {  // tanh is monotonic: the capped maximum is the capped max_score
-            const float inv_cap = 1.0f / p.softcap;
-            for (uint32_t j = 0; j < n_keys; ++j) s[j] = p.softcap * std::tanh(s[j] * inv_cap);
-            max_score = p.softcap * std::tanh(max_score * inv_cap);
-        }
-        const float inv = 1.0f / exp_shifted_sum(s, max_score, s, n_keys);
-        for (uint32_t j = 0; j < n_keys; ++j) s[j] *= inv;
-        std::fill(out_of(g), out_of(g) + p.head_dim, 0.f);
-    }
-    for_blocks([&](const Head &head, uint32_t j0, uint32_t n, uint32_t at) {
-        for_tiles([&](uint32_t g0, auto tile) {
-            constexpr int T = decltype(tile)::value;
-            float *o[T];
-            const float *w[T];
-            for (int g = 0; g < T; ++g) {
-                o[g] = out_of(g0 + g);
-                w[g] = scores.data() + (size_t)(g0 + g) * n_keys + at;
-            }
-            head.template weighted_sum<T>(o, w, j0, n);
-        });
-    });
-}
-
-// Unit = (head, query row), heads fastest. A whole GQA group of units in the range (the thread
-// pool hands out whole groups: attention_unit_granule) runs as one attend_heads call.
 template <class Head>
 void attention(const KernelArgs &a, int64_t begin, int64_t end) {
     const AttentionParams &p = params_of<AttentionParams>(a);
     const uint32_t group = p.n_heads / p.n_kv_heads;
-    for (int64_t unit = begin; unit < end;) {
+    thread_local std::vector<float> scores, wrapped_out;
+    for (int64_t unit = begin; unit < end; ++unit) {
         const uint32_t h = (uint32_t)(unit % p.n_heads), r = (uint32_t)(unit / p.n_heads);
-        const uint32_t G = (h % group == 0 && unit + group <= end) ? group : 1;
-        attend_heads<Head>(a, p, h, G, r);
-        unit += G;
+        const uint32_t n_ctx = std::min(p.position + r + 1, p.kv_len);
+        const uint32_t first = (p.window && n_ctx > p.window) ? n_ctx - p.window : 0;
+        const float *q = reinterpret_cast<const float *>(a.buffers[0]) + (size_t)r * p.q_stride + h * p.head_dim;
+        float *out = reinterpret_cast<float *>(a.buffers[3]) + (size_t)r * p.out_stride + h * p.head_dim;
+        const uint32_t n_keys = n_ctx - first;
+        const uint32_t first_row = first % p.max_seq, n_run = std::min(n_keys, p.max_seq - first_row);
+        const Head run(a, p, h / group, first_row), wrapped(a, p, h / group, 0);  // keys n_run.. at row 0
+
+        if (scores.size() < n_keys) scores.resize(n_keys);
+        run.scores(q, n_run, scores.data());
+        if (n_run < n_keys) wrapped.scores(q, n_keys - n_run, scores.data() + n_run);
+        float max_score = -INFINITY;
+        for (uint32_t j = 0; j < n_keys; ++j) {
+            scores[j] *= p.scale;
+            max_score = std::max(max_score, scores[j]);
+        }
+        if (p.softcap > 0.f) {  // tanh is monotonic: the capped maximum is the capped max_score
+            const float inv_cap = 1.0f / p.softcap;
+            for (uint32_t j = 0; j < n_keys; ++j) scores[j] = p.softcap * std::tanh(scores[j] * inv_cap);
+            max_score = p.softcap * std::tanh(max_score * inv_cap);
+        }
+        const float inv = 1.0f / exp_shifted_sum(scores.data(), max_score, scores.data(), n_keys);
+        for (uint32_t j = 0; j < n_keys; ++j) scores[j] *= inv;
+        run.weighted_sum(out, scores.data(), n_run);
+        if (n_run < n_keys) {
+            wrapped_out.resize(p.head_dim);
+            wrapped.weighted_sum(wrapped_out.data(), scores.data() + n_run, n_keys - n_run);
+            for (uint32_t d = 0; d < p.head_dim; ++d) out[d] += wrapped_out[d];
+        }
     }
 }
 
@@ -492,10 +285,5 @@ void attention(const KernelArgs &a, int64_t begin, int64_t end) {
 
 void attention_f16kv_kernel(const KernelArgs &a, int64_t begin, int64_t end) { attention<F16Head>(a, begin, end); }
 void attention_q8kv_kernel(const KernelArgs &a, int64_t begin, int64_t end) { attention<Q8Head>(a, begin, end); }
-
-int64_t attention_unit_granule(const KernelArgs &a) {
-    const AttentionParams &p = params_of<AttentionParams>(a);
-    return p.n_kv_heads ? std::max<uint32_t>(1, p.n_heads / p.n_kv_heads) : 1;
-}
 
 }  // namespace akunu::cpu

@@ -243,7 +243,7 @@ void CpuDevice::run_command(const DispatchCmd &command, int token_index, int pos
         job.args.buffers[b] = static_cast<uint8_t *>(cmd->buffers[b].contents) + cmd->offsets[b];
     job.args.params = cmd->params;
     job.args.grid = cmd->grid;
-    pool_.run(run_units, &job, (int64_t)cmd->grid.x * cmd->grid.y * cmd->grid.z, unit_granule(job.fn, job.args));
+    pool_.run(run_units, &job, (int64_t)cmd->grid.x * cmd->grid.y * cmd->grid.z);
 }
 
 void CpuDevice::encode_dispatch_table(const DispatchTable &table, int start_position, int count, int cmd_begin,

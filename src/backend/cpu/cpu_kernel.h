@@ -24,9 +24,4 @@ using KernelFn = void (*)(const KernelArgs &args, int64_t begin, int64_t end);
 // Kernel lookup by name (the CPU's "library"); nullptr for unknown names.
 KernelFn find_kernel(const char *name);
 
-// How many consecutive units of a command the thread pool keeps together in one chunk (chunks
-// start at multiples of it): the attention kernels run a GQA group's query heads as one unit of
-// work when they get all of them (attention.cpp). 1 for every other kernel.
-int64_t unit_granule(KernelFn fn, const KernelArgs &args);
-
 }  // namespace akunu::cpu

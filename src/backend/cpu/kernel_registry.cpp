@@ -94,9 +94,4 @@ KernelFn find_kernel(const char *name) {
     return nullptr;
 }
 
-int64_t unit_granule(KernelFn fn, const KernelArgs &args) {
-    if (fn == attention_f16kv_kernel || fn == attention_q8kv_kernel) return attention_unit_granule(args);
-    return 1;
-}
-
 }  // namespace akunu::cpu

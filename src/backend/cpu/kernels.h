@@ -25,7 +25,6 @@ void rope_interleaved_kv_write_q8_kernel(const KernelArgs &a, int64_t begin, int
 void rope_neox_kv_write_q8_kernel(const KernelArgs &a, int64_t begin, int64_t end);          // rope.cpp
 void attention_f16kv_kernel(const KernelArgs &a, int64_t begin, int64_t end);                // attention.cpp
 void attention_q8kv_kernel(const KernelArgs &a, int64_t begin, int64_t end);                 // attention.cpp
-int64_t attention_unit_granule(const KernelArgs &a);  // attention.cpp: a GQA group's query heads
 void silu_mul_kernel(const KernelArgs &a, int64_t begin, int64_t end);                       // activation.cpp
 void argmax_kernel(const KernelArgs &a, int64_t begin, int64_t end);                         // argmax.cpp
 void sample_kernel(const KernelArgs &a, int64_t begin, int64_t end);                         // sample.cpp

@@ -53,7 +53,7 @@ void ThreadPool::work_on_current_job() {
     }
 }
 
-void ThreadPool::run(Task task, const void *ctx, int64_t n_units, int64_t granule) {
+void ThreadPool::run(Task task, const void *ctx, int64_t n_units) {
     if (n_units <= 0) return;
     if (workers_.empty() || n_units == 1) {
         task(ctx, 0, n_units);
@@ -62,12 +62,8 @@ void ThreadPool::run(Task task, const void *ctx, int64_t n_units, int64_t granul
     task_ = task;
     ctx_ = ctx;
     n_units_ = n_units;
-    // Several chunks per thread so a slow thread does not hold everyone up; whole granules only
-    // where they spread over the threads with at most a fifth of the threads' time idle (3
-    // granules over 2 threads would leave a quarter of it idle).
-    const int64_t granules = n_units / std::max<int64_t>(1, granule);
-    if (granule <= 1 || n_units % granule || 4 * ((granules + size() - 1) / size() * size()) > 5 * granules) granule = 1;
-    chunk_ = (std::max<int64_t>(1, n_units / (4 * size())) + granule - 1) / granule * granule;
+    // Several chunks per thread so a slow thread does not hold everyone up.
+    chunk_ = std::max<int64_t>(1, n_units / (4 * size()));
     next_unit_.store(0, std::memory_order_relaxed);
     busy_workers_.store((int)workers_.size(), std::memory_order_relaxed);
     generation_.fetch_add(1, std::memory_order_seq_cst);

@@ -23,9 +23,8 @@ public:
     int size() const { return (int)workers_.size() + 1; }
 
     // Runs task(ctx, begin, end) over [0, n_units) in chunks handed out dynamically; returns when
-    // every unit is done. Chunks are whole multiples of `granule` units where n_units is one and
-    // its granules spread evenly enough over the threads (else granule 1).
-    void run(Task task, const void *ctx, int64_t n_units, int64_t granule = 1);
+    // every unit is done.
+    void run(Task task, const void *ctx, int64_t n_units);
 
 private:
     void worker_loop();
